@@ -1,0 +1,1 @@
+//! Architecture configuration (`ArchConfig`): see issue 4.

@@ -1,0 +1,71 @@
+//! `systole`: the command-line front of the workspace (see `docs/` and ARCHITECTURE.md).
+//!
+//! Exit codes: 0 success, 1 a check failed (mismatch, deadlock found), 2 bad input or usage.
+//! Each subcommand family lives in its own module (`cmd_*.rs`); this file only dispatches.
+
+mod cmd_hlo;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "systole", version, about = "TPU-like accelerator simulator and hardware model")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse and verify an HLO module; errors as FILE:LINE:COL with the line and a caret.
+    Check(cmd_hlo::CheckArgs),
+    /// Print an HLO module as canonical text (parse → print round-trips).
+    Fmt(cmd_hlo::FmtArgs),
+}
+
+/// How a subcommand ended, mapped onto the documented exit codes.
+pub enum Outcome {
+    /// Everything checked out (exit 0).
+    Ok,
+    /// A check failed: mismatch, deadlock (exit 1).
+    CheckFailed,
+}
+
+/// A user error (bad input or usage): printed as is, exit code 2.
+#[derive(Debug)]
+pub struct UserError(pub String);
+
+impl std::fmt::Display for UserError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UserError {}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.cmd {
+        Command::Check(a) => cmd_hlo::check(a),
+        Command::Fmt(a) => cmd_hlo::fmt(a),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::CheckFailed) => ExitCode::from(1),
+        Err(e) => {
+            if let Some(u) = e.downcast_ref::<UserError>() {
+                eprintln!("{u}");
+                ExitCode::from(2)
+            } else {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! The matrix unit in RTL: see issue 5.

@@ -1,0 +1,1 @@
+//! The instruction set: see issue 4.

@@ -1,0 +1,1 @@
+//! The cycle-approximate simulator: see issue 4.
