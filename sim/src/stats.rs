@@ -1,0 +1,238 @@
+//! The statistics registry: counters declared once with a hierarchical name, a unit and a
+//! description, then updated through a typed handle ([`StatId`], an index), never by string on
+//! the hot path.
+//!
+//! Invariants: names are unique (declaring one twice is a simulator bug and panics); listing is in
+//! declaration order, so output is deterministic; values are `u64` counts.
+
+/// A handle to a declared statistic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StatId(u32);
+
+/// The declaration of a statistic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatDecl {
+    /// Hierarchical name, e.g. `chip0.core0.mxu1.busy_cycles`.
+    pub name: String,
+    /// Unit: `cycles`, `bytes`, `flops`, `instructions`, `events`, ...
+    pub unit: &'static str,
+    /// One-line description.
+    pub desc: &'static str,
+}
+
+/// The registry.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    decls: Vec<StatDecl>,
+    values: Vec<u64>,
+}
+
+/// One statistic with its value, as listed.
+#[derive(Clone, Copy, Debug)]
+pub struct StatEntry<'a> {
+    /// The declaration.
+    pub decl: &'a StatDecl,
+    /// The value.
+    pub value: u64,
+}
+
+impl Stats {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Declares a statistic. Panics if the name is already declared (a simulator bug).
+    pub fn declare(&mut self, name: String, unit: &'static str, desc: &'static str) -> StatId {
+        assert!(
+            self.find(&name).is_none(),
+            "statistic {name} declared twice"
+        );
+        self.decls.push(StatDecl { name, unit, desc });
+        self.values.push(0);
+        StatId((self.values.len() - 1) as u32)
+    }
+
+    /// Adds `v` to a statistic.
+    #[inline]
+    pub fn add(&mut self, id: StatId, v: u64) {
+        self.values[id.0 as usize] += v;
+    }
+
+    /// Sets a statistic.
+    #[inline]
+    pub fn set(&mut self, id: StatId, v: u64) {
+        self.values[id.0 as usize] = v;
+    }
+
+    /// The value of a statistic.
+    #[inline]
+    pub fn get(&self, id: StatId) -> u64 {
+        self.values[id.0 as usize]
+    }
+
+    /// Looks a statistic up by name (cold path: reports and tests).
+    pub fn find(&self, name: &str) -> Option<StatId> {
+        self.decls
+            .iter()
+            .position(|d| d.name == name)
+            .map(|i| StatId(i as u32))
+    }
+
+    /// The value of the statistic named `name`, if declared.
+    pub fn value(&self, name: &str) -> Option<u64> {
+        self.find(name).map(|id| self.get(id))
+    }
+
+    /// All statistics in declaration order.
+    pub fn iter(&self) -> impl Iterator<Item = StatEntry<'_>> {
+        self.decls
+            .iter()
+            .zip(&self.values)
+            .map(|(decl, &value)| StatEntry { decl, value })
+    }
+
+    /// Number of statistics.
+    pub fn len(&self) -> usize {
+        self.decls.len()
+    }
+
+    /// True if none is declared.
+    pub fn is_empty(&self) -> bool {
+        self.decls.is_empty()
+    }
+
+    /// The registry as a JSON object `{name: {value, unit, desc}}` in declaration order.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        for e in self.iter() {
+            m.insert(
+                e.decl.name.clone(),
+                serde_json::json!({"value": e.value, "unit": e.decl.unit, "desc": e.decl.desc}),
+            );
+        }
+        serde_json::Value::Object(m)
+    }
+}
+
+/// The states a unit's time is split into (busy + stall + idle = total).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    /// Doing work.
+    Busy,
+    /// Has work but cannot proceed; the index names the reason (see the unit's reason table).
+    Stall(u8),
+    /// Nothing to do.
+    Idle,
+}
+
+/// Time accounting of one unit: accumulates the cycles spent in each [`Activity`].
+///
+/// Invariant: after [`finish`](UnitTime::finish) at `end`, `busy + Σ stall[r] + idle = end`.
+#[derive(Clone, Debug)]
+pub struct UnitTime {
+    state: Activity,
+    since: u64,
+    busy: StatId,
+    idle: StatId,
+    stall: StatId,
+    stall_by_reason: Vec<StatId>,
+}
+
+impl UnitTime {
+    /// Declares `PREFIX.busy_cycles`, `.idle_cycles`, `.stall_cycles` and one
+    /// `.stall_cycles.REASON` per reason (reason `i` of the slice is `Activity::Stall(i)`).
+    pub fn declare(stats: &mut Stats, prefix: &str, reasons: &[(&str, &'static str)]) -> Self {
+        let busy = stats.declare(
+            format!("{prefix}.busy_cycles"),
+            "cycles",
+            "cycles doing work",
+        );
+        let stall = stats.declare(
+            format!("{prefix}.stall_cycles"),
+            "cycles",
+            "cycles with work that could not proceed (all reasons)",
+        );
+        let stall_by_reason = reasons
+            .iter()
+            .map(|(r, d)| stats.declare(format!("{prefix}.stall_cycles.{r}"), "cycles", d))
+            .collect();
+        let idle = stats.declare(
+            format!("{prefix}.idle_cycles"),
+            "cycles",
+            "cycles with no work",
+        );
+        UnitTime {
+            state: Activity::Idle,
+            since: 0,
+            busy,
+            idle,
+            stall,
+            stall_by_reason,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> Activity {
+        self.state
+    }
+
+    /// Switches to `state` at cycle `now` (no-op if unchanged).
+    #[inline]
+    pub fn set(&mut self, stats: &mut Stats, now: u64, state: Activity) {
+        if state == self.state {
+            return;
+        }
+        self.close(stats, now);
+        self.state = state;
+    }
+
+    fn close(&mut self, stats: &mut Stats, now: u64) {
+        let d = now.saturating_sub(self.since);
+        match self.state {
+            Activity::Busy => stats.add(self.busy, d),
+            Activity::Idle => stats.add(self.idle, d),
+            Activity::Stall(r) => {
+                stats.add(self.stall, d);
+                stats.add(self.stall_by_reason[r as usize], d);
+            }
+        }
+        self.since = self.since.max(now);
+    }
+
+    /// Closes the accounting at `end` (the run's total cycles).
+    pub fn finish(&mut self, stats: &mut Stats, end: u64) {
+        self.close(stats, end);
+    }
+
+    /// The busy, stall and idle statistics' handles.
+    pub fn ids(&self) -> (StatId, StatId, StatId) {
+        (self.busy, self.stall, self.idle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_time_adds_up() {
+        let mut s = Stats::new();
+        let mut u = UnitTime::declare(&mut s, "chip0.core0.vpu", &[("sem", "waiting")]);
+        u.set(&mut s, 3, Activity::Busy);
+        u.set(&mut s, 10, Activity::Stall(0));
+        u.set(&mut s, 12, Activity::Idle);
+        u.finish(&mut s, 20);
+        assert_eq!(s.value("chip0.core0.vpu.busy_cycles"), Some(7));
+        assert_eq!(s.value("chip0.core0.vpu.stall_cycles.sem"), Some(2));
+        assert_eq!(s.value("chip0.core0.vpu.idle_cycles"), Some(11));
+    }
+
+    #[test]
+    #[should_panic(expected = "declared twice")]
+    fn duplicate_names_are_a_bug() {
+        let mut s = Stats::new();
+        s.declare("a".into(), "x", "y");
+        s.declare("a".into(), "x", "y");
+    }
+}
