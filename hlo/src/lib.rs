@@ -1,0 +1,22 @@
+//! The HLO front end: IR, text parser and printer, verifier with shape inference, builder,
+//! and (issue 3) the reference evaluator.
+//!
+//! Data flow: text --[`parse`]--> [`Module`] --[`verify`]--> verified module. A module that
+//! passes the verifier is safe for every later stage: evaluator, compiler and simulator may
+//! assume every rule the verifier enforces.
+
+pub mod attrs;
+pub mod diag;
+pub mod ir;
+pub mod literal;
+pub mod opcode;
+pub mod shape;
+pub mod types;
+
+pub use attrs::*;
+pub use diag::{Diagnostic, Error, Span};
+pub use ir::{Arena, CompId, Computation, Handle, InstId, Instruction, Module, ModuleConfig};
+pub use literal::{ArrayData, ArrayLiteral, Literal};
+pub use opcode::{Arity, OpClass, Opcode};
+pub use shape::{ArrayShape, Layout, ProgramShape, Shape};
+pub use types::{ElementType, TypeKind};
