@@ -1,0 +1,195 @@
+//! Unit tests of presets, validation and overrides.
+
+use arch::{ArchConfig, ArchError, MxuDtype, Topology, PRESETS};
+
+#[test]
+fn every_preset_loads_and_validates() {
+    for (name, _) in PRESETS {
+        let c = ArchConfig::preset(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(c.name, *name);
+    }
+}
+
+#[test]
+fn preset_peaks_match_public_figures() {
+    // Published peaks: TPUv1 92 TOPS, v4 275 TFLOPS, v5e 197 TFLOPS (within 1%).
+    for (name, peak) in [("tpu-v1", 92e12), ("tpu-v4", 275e12), ("tpu-v5e", 197e12)] {
+        let c = ArchConfig::preset(name).unwrap();
+        let got = c.peak_ops_per_second();
+        assert!((got / peak - 1.0).abs() < 0.01, "{name}: {got} vs {peak}");
+    }
+}
+
+#[test]
+fn v1_accumulators_are_4_mib() {
+    let c = ArchConfig::preset("tpu-v1").unwrap();
+    assert_eq!(c.mxu.acc_bytes(), 4 << 20);
+    assert_eq!(c.vmem.bytes, 24 << 20);
+}
+
+#[test]
+fn json_round_trip() {
+    for (name, _) in PRESETS {
+        let c = ArchConfig::preset(name).unwrap();
+        let back = ArchConfig::from_json(&c.to_json(), "round trip").unwrap();
+        assert_eq!(c, back);
+    }
+}
+
+#[test]
+fn save_and_load_file() {
+    let c = ArchConfig::resolve("mini", &["mxu.rows=16"]).unwrap();
+    let path = std::env::temp_dir().join(format!("arch-test-{}.json", std::process::id()));
+    c.save(&path).unwrap();
+    let back = ArchConfig::resolve(path.to_str().unwrap(), &["mxu.cols=4"]).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(back.mxu.rows, 16);
+    assert_eq!(back.mxu.cols, 4);
+}
+
+#[test]
+fn overrides_of_every_kind() {
+    let c = ArchConfig::resolve(
+        "mini",
+        &[
+            "mxu.rows=16",
+            "mxu.dtype=bf16",
+            "hbm.gbps=3.5",
+            "vmem.bytes=1MiB",
+            "ici.topology=torus2d",
+            "ici.dims=[2,3]",
+            "ici.links_per_chip=4",
+            "ici.dims.1=5",
+            "description=hello world",
+            "mxu.double_buffered_weights=true",
+            "vpu.transcendental.latency=20",
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.mxu.rows, 16);
+    assert_eq!(c.mxu.dtype, MxuDtype::Bf16);
+    assert_eq!(c.hbm.gbps, 3.5);
+    assert_eq!(c.vmem.bytes, 1 << 20);
+    assert_eq!(c.ici.topology, Topology::Torus2d);
+    assert_eq!(c.ici.dims, vec![2, 5]);
+    assert_eq!(c.description, "hello world");
+    assert_eq!(c.vpu.transcendental.latency, 20);
+}
+
+#[test]
+fn unknown_key_lists_nearby_keys() {
+    let e = ArchConfig::resolve("mini", &["mxu.rowz=16"]).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, ArchError::UnknownKey { .. }), "{msg}");
+    assert!(msg.contains("mxu.rowz"), "{msg}");
+    assert!(msg.contains("mxu.rows"), "{msg}");
+    let e = ArchConfig::resolve("mini", &["mxx.rows=16"]).unwrap_err();
+    assert!(e.to_string().contains("nearby keys: mxu"), "{e}");
+    let e = ArchConfig::resolve("mini", &["ici.dims.7=1"]).unwrap_err();
+    assert!(e.to_string().contains("has 1 entries"), "{e}");
+    let e = ArchConfig::resolve("mini", &["mxu.rows.x=1"]).unwrap_err();
+    assert!(e.to_string().contains("plain value"), "{e}");
+}
+
+#[test]
+fn bad_values_are_clear() {
+    let e = ArchConfig::resolve("mini", &["mxu.rows=abc"]).unwrap_err();
+    assert!(e.to_string().contains("expected an integer"), "{e}");
+    let e = ArchConfig::resolve("mini", &["mxu.rows=1.5"]).unwrap_err();
+    assert!(e.to_string().contains("expected an integer"), "{e}");
+    let e = ArchConfig::resolve("mini", &["mxu.dtype=fp8"]).unwrap_err();
+    assert!(e.to_string().contains("unknown variant"), "{e}");
+    let e = ArchConfig::resolve("mini", &["mxu.double_buffered_weights=yes"]).unwrap_err();
+    assert!(e.to_string().contains("true or false"), "{e}");
+    let e = ArchConfig::resolve("mini", &["norows"]).unwrap_err();
+    assert!(matches!(e, ArchError::OverrideSyntax { .. }), "{e}");
+}
+
+#[test]
+fn validation_rules() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["mxu.rows=0"], "mxu.rows must be >= 1 and <= 1024"),
+        (&["mxu.rows=1025"], "mxu.rows must be >= 1 and <= 1024"),
+        (&["mxu.cols=0"], "mxu.cols"),
+        (&["mxu.count=17"], "mxu.count"),
+        (&["mxu.acc_rows=0"], "mxu.acc_rows"),
+        (
+            &["vmem.bytes=64"],
+            "must hold at least one 8x8 weight tile (128 bytes)",
+        ),
+        (
+            &["mxu.dtypes=[\"int8\"]", "mxu.dtype=bf16"],
+            "must be one of mxu.dtypes",
+        ),
+        (&["mxu.dtypes=[]"], "mxu.dtypes must not be empty"),
+        (&["mxu.dtypes=[\"int8\",\"int8\"]"], "twice"),
+        (&["mxu.dataflow=output_stationary"], "not supported yet"),
+        (&["mxu.double_buffered_weights=false"], "not supported yet"),
+        (&["clock_mhz=0"], "clock_mhz"),
+        (&["cores_per_chip=0"], "cores_per_chip"),
+        (&["hbm.gbps=-1"], "hbm.gbps"),
+        (&["ici.topology=torus3d"], "ici.dims must have 3 entries"),
+        (&["ici.dims=[0]"], "ici.dims entries"),
+        (&["ici.links_per_chip=1"], "ici.links_per_chip must be >= 2"),
+        (&["vpu.alu.elems_per_cycle=0"], "vpu.alu.elems_per_cycle"),
+        (&["guessed=[\"mxu.nope\"]"], "guessed lists `mxu.nope`"),
+        (&["sequencer.queue_depth=0"], "queue_depth"),
+    ];
+    for (ov, want) in cases {
+        let e = ArchConfig::resolve("mini", ov).unwrap_err();
+        assert!(matches!(e, ArchError::Invalid { .. }), "{ov:?} gave {e}");
+        assert!(e.to_string().contains(want), "{ov:?}: `{e}` lacks `{want}`");
+    }
+}
+
+#[test]
+fn all_violations_are_reported_together() {
+    let e = ArchConfig::resolve("mini", &["mxu.rows=0", "mxu.cols=0"]).unwrap_err();
+    match e {
+        ArchError::Invalid { errors, .. } => assert_eq!(errors.len(), 2, "{errors:?}"),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn single_chip_needs_no_links() {
+    let c = ArchConfig::preset("tpu-v1").unwrap();
+    assert_eq!(c.ici.chips(), 1);
+    assert_eq!(c.ici.links_per_chip, 0);
+}
+
+#[test]
+fn unknown_arch_names_presets() {
+    let e = ArchConfig::resolve("tpu-v9", &[] as &[&str]).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("tpu-v4") && msg.contains("mini"), "{msg}");
+}
+
+#[test]
+fn unknown_json_field_is_rejected() {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&ArchConfig::preset("mini").unwrap().to_json()).unwrap();
+    v["mxu"]["bogus"] = serde_json::json!(1);
+    let e = ArchConfig::from_json(&v.to_string(), "x.json").unwrap_err();
+    assert!(e.to_string().contains("bogus"), "{e}");
+}
+
+#[test]
+fn guessed_marks_sections() {
+    let c = ArchConfig::preset("tpu-v4").unwrap();
+    assert!(c.is_guessed("vmem.bytes"));
+    assert!(c.is_guessed("ici.hop_latency_ns"));
+    assert!(!c.is_guessed("mxu.rows"));
+    assert!(!c.is_guessed("hbm.gbps"));
+}
+
+#[test]
+fn derived_helpers() {
+    let c = ArchConfig::preset("mini").unwrap();
+    // 100 MHz: 1 cycle = 10 ns; 1.6 GB/s = 16 bytes per cycle.
+    assert_eq!(c.cycles_from_ns(100.0), 10);
+    assert_eq!(c.cycles_from_ns(101.0), 11);
+    assert!((c.bytes_per_cycle(c.hbm.gbps) - 16.0).abs() < 1e-9);
+    assert_eq!(c.vpu.alu.busy_cycles(17), 2);
+    assert_eq!(c.vpu.elems_per_vreg(), 16);
+}
