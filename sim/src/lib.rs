@@ -4,6 +4,7 @@
 //! [`numerics`] and [`mxu`] (the MXU contract, shared with `hw`), [`link`] (bandwidth shared by
 //! concurrent transfers), [`stats`] (declared, hierarchical statistics), [`trace`] (trace events).
 
+pub mod account;
 pub mod cycle;
 pub mod engine;
 pub mod mxu;
@@ -11,5 +12,6 @@ pub mod numerics;
 
 pub use cycle::Cycle;
 pub mod link;
+pub mod memory;
 pub mod stats;
 pub mod trace;

@@ -2,8 +2,9 @@
 //!
 //! Model (documented in `docs/timing.md`): a transfer of `b` bytes first waits the link latency
 //! `L` (the caller schedules its [`join`](SharedLink::join) at `start + L`); from then on the
-//! `n` transfers in their data phase each move `bw / n` bytes per cycle (processor sharing, a
-//! fluid model). Alone, a transfer therefore takes `L + ⌈b / bw⌉` cycles.
+//! `n` transfers in their data phase each move `min(cap, bw / n)` bytes per cycle (processor
+//! sharing, a fluid model; `cap` is the per-transfer peak, e.g. one DMA engine's). Alone, a
+//! transfer therefore takes `L + ⌈b / min(cap, bw)⌉` cycles.
 //!
 //! Invariants: transfers complete at whole cycles; a transfer completes at the first cycle at which
 //! its remaining bytes are ≤ [`EPS_BYTES`]; with `n` fixed between two events the progress is
@@ -25,6 +26,7 @@ struct Active {
 #[derive(Clone, Debug)]
 pub struct SharedLink {
     bytes_per_cycle: f64,
+    cap: f64,
     active: Vec<Active>,
     last: Cycle,
     /// Bumped whenever the next completion time may have changed; a caller's wake-up event for an
@@ -33,15 +35,26 @@ pub struct SharedLink {
 }
 
 impl SharedLink {
-    /// A link moving `bytes_per_cycle` bytes per cycle in total (must be > 0).
-    pub fn new(bytes_per_cycle: f64) -> Self {
-        assert!(bytes_per_cycle > 0.0, "link bandwidth must be positive");
+    /// A link moving `bytes_per_cycle` bytes per cycle in total, at most `cap` per transfer
+    /// (both must be > 0; use `f64::INFINITY` for no cap).
+    pub fn new(bytes_per_cycle: f64, cap: f64) -> Self {
+        assert!(
+            bytes_per_cycle > 0.0 && cap > 0.0,
+            "link bandwidth must be positive"
+        );
         SharedLink {
             bytes_per_cycle,
+            cap,
             active: Vec::new(),
             last: Cycle::ZERO,
             generation: 0,
         }
+    }
+
+    /// Bytes per cycle each of `n` concurrent transfers gets.
+    #[inline]
+    pub fn rate(&self, n: usize) -> f64 {
+        self.cap.min(self.bytes_per_cycle / n.max(1) as f64)
     }
 
     /// Bytes per cycle.
@@ -62,7 +75,7 @@ impl SharedLink {
     fn progress_to(&mut self, now: Cycle) {
         let n = self.active.len();
         if n > 0 && now > self.last {
-            let moved = (now - self.last) as f64 * self.bytes_per_cycle / n as f64;
+            let moved = (now - self.last) as f64 * self.rate(n);
             for a in &mut self.active {
                 a.remaining -= moved;
             }
@@ -99,7 +112,7 @@ impl SharedLink {
 
     /// The cycle the next transfer completes if nothing else joins, with the current generation.
     pub fn next_completion(&self) -> Option<(Cycle, u64)> {
-        let n = self.active.len() as f64;
+        let rate = self.rate(self.active.len());
         let min = self
             .active
             .iter()
@@ -108,7 +121,7 @@ impl SharedLink {
         if !min.is_finite() {
             return None;
         }
-        let cycles = ((min - EPS_BYTES).max(0.0) * n / self.bytes_per_cycle).ceil() as u64;
+        let cycles = ((min - EPS_BYTES).max(0.0) / rate).ceil() as u64;
         Some((self.last + cycles, self.generation))
     }
 }
@@ -143,13 +156,13 @@ mod tests {
 
     #[test]
     fn alone_takes_bytes_over_bandwidth_rounded_up() {
-        let mut l = SharedLink::new(3.0);
+        let mut l = SharedLink::new(3.0, f64::INFINITY);
         assert_eq!(run(&mut l, &[(5, 1, 10)]), vec![(1, 5 + 4)]);
     }
 
     #[test]
     fn two_equal_transfers_share_the_bandwidth() {
-        let mut l = SharedLink::new(4.0);
+        let mut l = SharedLink::new(4.0, f64::INFINITY);
         // both 40 bytes from cycle 0: each gets 2 B/cycle → both done at 20
         assert_eq!(
             run(&mut l, &[(0, 1, 40), (0, 2, 40)]),
@@ -158,8 +171,15 @@ mod tests {
     }
 
     #[test]
+    fn per_transfer_cap_limits_a_lone_transfer() {
+        let mut l = SharedLink::new(100.0, 8.0);
+        // alone: min(8, 100) = 8 B/cycle; two: min(8, 50) = 8 each
+        assert_eq!(run(&mut l, &[(0, 1, 64), (0, 2, 64)]), vec![(1, 8), (2, 8)]);
+    }
+
+    #[test]
     fn late_joiner_slows_the_first() {
-        let mut l = SharedLink::new(4.0);
+        let mut l = SharedLink::new(4.0, f64::INFINITY);
         // t=0..10 alone: 40 of 80 bytes. Then shared: the second (20 B) needs 10 cycles → done 20;
         // the first has 20 left at 20 → alone again → 5 cycles → 25.
         assert_eq!(
