@@ -407,3 +407,49 @@ pub struct Attrs {
     /// Attributes with no effect on values, kept verbatim as `(key, value text)` in source order.
     pub extra: Vec<(String, String)>,
 }
+
+impl Attrs {
+    /// Every called computation, in a fixed order (to_apply, calls, condition, body,
+    /// true/false computations, branches, select, scatter, custom-call computations).
+    pub fn called_computations(&self) -> Vec<CompId> {
+        let mut v = Vec::new();
+        let singles = [
+            self.to_apply,
+            self.calls,
+            self.condition,
+            self.body,
+            self.true_computation,
+            self.false_computation,
+        ];
+        v.extend(singles.into_iter().flatten());
+        v.extend(self.branch_computations.iter().flatten().copied());
+        v.extend([self.select, self.scatter].into_iter().flatten());
+        v.extend(self.called_computations.iter().flatten().copied());
+        v
+    }
+
+    /// Rewrites every called-computation handle with `f` (used when computations move
+    /// between modules, e.g. by the builder).
+    pub fn remap_computations(&mut self, mut f: impl FnMut(CompId) -> CompId) {
+        for c in [
+            &mut self.to_apply,
+            &mut self.calls,
+            &mut self.condition,
+            &mut self.body,
+            &mut self.true_computation,
+            &mut self.false_computation,
+            &mut self.select,
+            &mut self.scatter,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *c = f(*c);
+        }
+        for list in [&mut self.branch_computations, &mut self.called_computations].into_iter().flatten() {
+            for c in list.iter_mut() {
+                *c = f(*c);
+            }
+        }
+    }
+}
