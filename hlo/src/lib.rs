@@ -7,6 +7,7 @@
 
 pub mod attrs;
 pub mod diag;
+pub mod eval;
 pub mod ir;
 pub mod literal;
 pub mod opcode;

@@ -1,0 +1,14 @@
+//! Sort.
+
+use crate::eval::error::{EResult, EvalError};
+use crate::ir::Instruction;
+use crate::literal::Literal;
+use crate::eval::interp::Ctx;
+
+pub fn sort(_cx: &mut Ctx<'_>, inst: &Instruction, _ops: &[&Literal]) -> EResult<Literal> {
+    Err(EvalError::unsupported(format!("{}", inst.opcode)))
+}
+
+pub fn top_k(inst: &Instruction, _ops: &[&Literal]) -> EResult<Literal> {
+    Err(EvalError::unsupported(format!("{}", inst.opcode)))
+}
