@@ -160,17 +160,16 @@ impl Computation {
         }
     }
 
-    /// Instructions reachable from the root (and control predecessors), operands before users.
-    /// Unreachable instructions are appended in arena order so every instruction appears once.
-    /// Returns `None` if the operand graph has a cycle.
+    /// Every instruction once, operands (and control predecessors) before users: a depth-first
+    /// post-order seeded in arena order, so a textually ordered computation comes back in
+    /// textual order (side effects then happen in program order) and instructions unreachable
+    /// from the root are included. Returns `None` if the operand graph has a cycle.
     pub fn post_order(&self) -> Option<Vec<InstId>> {
         let n = self.insts.len();
         // 0 = new, 1 = on stack, 2 = done
         let mut state = vec![0u8; n];
         let mut order = Vec::with_capacity(n);
-        let mut starts: Vec<InstId> = vec![self.root];
-        starts.extend(self.insts.handles());
-        for s in starts {
+        for s in self.insts.handles() {
             if s.index() >= n || state[s.index()] != 0 {
                 continue;
             }
