@@ -7,6 +7,7 @@
 
 pub mod attrs;
 pub mod diag;
+pub mod infer;
 pub mod eval;
 pub mod ir;
 pub mod literal;
@@ -16,6 +17,7 @@ pub mod types;
 
 pub use attrs::*;
 pub use diag::{Diagnostic, Error, Span};
+pub use infer::{infer_shape, InferCtx};
 pub use ir::{Arena, CompId, Computation, Handle, InstId, Instruction, Module, ModuleConfig};
 pub use literal::{ArrayData, ArrayLiteral, Literal};
 pub use opcode::{Arity, OpClass, Opcode};
