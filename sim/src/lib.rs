@@ -1,17 +1,36 @@
-//! The cycle-approximate, functional simulator of a TPU-like chip (see `docs/timing.md`).
+//! The cycle-approximate, functional simulator of a TPU-like chip (timing model:
+//! `docs/timing.md`; MXU contract: `docs/mxu-contract.md`).
 //!
 //! Layers, bottom up: [`cycle`] (the time type), [`engine`] (the deterministic event queue),
 //! [`numerics`] and [`mxu`] (the MXU contract, shared with `hw`), [`link`] (bandwidth shared by
-//! concurrent transfers), [`stats`] (declared, hierarchical statistics), [`trace`] (trace events).
+//! concurrent transfers), [`memory`], [`stats`] and [`account`] (declared hierarchical
+//! statistics; busy/stall/idle accounting), [`trace`] (trace events), [`elem`] and [`vpu_ops`]
+//! (VPU arithmetic), then the machine: [`params`] (arch numbers as cycles), `core`/`chip`
+//! (state and events), the sequencer, units and DMA, and [`system`] (chips, the run loop,
+//! deadlock detection).
 
 pub mod account;
+mod chip;
+mod core;
 pub mod cycle;
+mod dma;
+pub mod elem;
 pub mod engine;
-pub mod mxu;
-pub mod numerics;
-
-pub use cycle::Cycle;
+pub mod error;
 pub mod link;
 pub mod memory;
+pub mod mxu;
+pub mod numerics;
+pub mod params;
+pub mod prog;
+mod seq;
 pub mod stats;
+pub mod system;
 pub mod trace;
+mod units;
+mod vpu;
+pub mod vpu_ops;
+
+pub use cycle::Cycle;
+pub use error::{DeadlockReport, SimError};
+pub use system::{RunResult, SimOptions, System};

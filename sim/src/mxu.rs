@@ -15,7 +15,12 @@
 //! tile was not yet swapped in by a `Matmul` (the contract forbids overwriting an unswapped shadow;
 //! in program order that wait could never end).
 //!
-//! Reset state: shadow and active weights and the accumulator are all zero, no load is pending.
+//! Modes: the model is built in `geometry.mode` (as the RTL is). A simulated chip whose MXU
+//! accepts several input types ([`MxuModel::allow_modes`]) takes a weight tile of any allowed
+//! type; a `Matmul`'s input must then have the type of the active weights.
+//!
+//! Reset state: shadow and active weights and the accumulator are all zero (in `geometry.mode`),
+//! no load is pending.
 //! With `functional = false` only the timing is modelled (operands may be omitted).
 
 use crate::cycle::Cycle;
@@ -87,14 +92,15 @@ pub enum MxuError {
         /// What is wrong.
         detail: String,
     },
-    /// The operand's element type differs from the MXU's mode.
-    #[error("MXU {what}: operand is {got:?} but the MXU is {want:?}")]
+    /// The operand's element type is not accepted (not an allowed mode, or a matmul input that
+    /// differs from the active weights' type).
+    #[error("MXU {what}: operand is {got:?} but {want:?} is required")]
     Mode {
         /// Which operation.
         what: &'static str,
         /// The operand's type.
         got: MxuMode,
-        /// The MXU's mode.
+        /// The type required.
         want: MxuMode,
     },
     /// A load would overwrite a shadow tile that was never swapped in.
@@ -166,8 +172,11 @@ pub struct MxuModel {
     /// Shadow weights, widened, column-major `[n][k]` (so a column sum walks contiguous memory).
     shadow: Vec<u32>,
     shadow_k: usize,
+    shadow_mode: MxuMode,
     active: Vec<u32>,
     active_k: usize,
+    active_mode: MxuMode,
+    allowed: [bool; 2],
     acc: Vec<u32>,
     /// Scratch: one widened input row.
     xrow: Vec<u32>,
@@ -193,10 +202,20 @@ impl MxuModel {
             input_free: Cycle::ZERO,
             shadow: sz(r * c),
             shadow_k: 0,
+            shadow_mode: geom.mode,
             active: sz(r * c),
             active_k: 0,
+            active_mode: geom.mode,
+            allowed: [geom.mode == MxuMode::Int8, geom.mode == MxuMode::Bf16],
             acc: sz(a * c),
             xrow: sz(r),
+        }
+    }
+
+    /// Also accepts weight tiles (and then inputs) of these types.
+    pub fn allow_modes(&mut self, modes: &[MxuMode]) {
+        for &m in modes {
+            self.allowed[m as usize] = true;
         }
     }
 
@@ -232,7 +251,8 @@ impl MxuModel {
             s = s.max(sw);
         }
         if self.functional {
-            let d = self.check_operand("LoadWeights", data, k * n)?;
+            let d = self.check_operand("LoadWeights", data, k * n, None)?;
+            self.shadow_mode = d.mode();
             self.shadow.fill(0);
             for kk in 0..k {
                 for nn in 0..n {
@@ -281,6 +301,7 @@ impl MxuModel {
             if self.functional {
                 std::mem::swap(&mut self.active, &mut self.shadow);
                 self.active_k = self.shadow_k;
+                self.active_mode = self.shadow_mode;
             }
             true
         } else {
@@ -288,7 +309,7 @@ impl MxuModel {
         };
         self.input_free = t + m as u64;
         if self.functional {
-            let d = self.check_operand("Matmul", data, m * k)?;
+            let d = self.check_operand("Matmul", data, m * k, Some(self.active_mode))?;
             self.compute(d, m, k, acc_addr, accumulate);
         }
         Ok(MatmulTiming {
@@ -342,16 +363,22 @@ impl MxuModel {
         what: &'static str,
         data: Option<Operand<'a>>,
         len: usize,
+        need: Option<MxuMode>,
     ) -> Result<Operand<'a>, MxuError> {
         let d = data.ok_or_else(|| MxuError::Shape {
             what,
             detail: "a functional model needs the operand data".into(),
         })?;
-        if d.mode() != self.geom.mode {
+        let want = need.unwrap_or(self.geom.mode);
+        let ok = match need {
+            Some(m) => d.mode() == m,
+            None => self.allowed[d.mode() as usize],
+        };
+        if !ok {
             return Err(MxuError::Mode {
                 what,
                 got: d.mode(),
-                want: self.geom.mode,
+                want,
             });
         }
         if d.len() != len {
@@ -377,7 +404,7 @@ impl MxuModel {
             for n in 0..c {
                 let w = &self.active[n * r..n * r + kmax];
                 let acc = &mut self.acc[row * c + n];
-                match self.geom.mode {
+                match self.active_mode {
                     MxuMode::Bf16 => {
                         let mut p = 0u32;
                         for (&xv, &wv) in self.xrow[..kmax].iter().zip(w) {

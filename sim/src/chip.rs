@@ -1,0 +1,398 @@
+//! `Chip`: the cores of one chip, its HBM and host link, and its own event queue.
+//!
+//! Event flow: the sequencer of each core issues one instruction per `Seq` event; unit
+//! instructions go to a unit queue and a `Kick` lets the unit's front end start them; a `Done`
+//! event completes a unit instruction at the cycle its results are visible (signalling its
+//! semaphore and waking whoever waits). DMA transfers move through the HBM (or VMEM) link
+//! (`DmaJoin`, `HbmWake`/`VmemWake`), the only place where a completion time depends on later
+//! events. Invariants: see `core.rs`; every wait is re-checked when something it waits for
+//! changes, so an empty queue with an unhalted core is a deadlock, never a lost wake-up.
+
+use crate::account::Timeline;
+use crate::core::*;
+use crate::cycle::Cycle;
+use crate::engine::{EventQueue, Priority};
+use crate::error::SimError;
+use crate::link::SharedLink;
+use crate::memory::Memory;
+use crate::mxu::{MxuGeometry, MxuMode, MxuModel};
+use crate::params::Params;
+use crate::prog::Prog;
+use crate::stats::{StatId, Stats};
+use crate::trace::{TraceEvent, TraceSink};
+use arch::MxuDtype;
+use isa::{Inst, Space};
+
+/// Everything an event handler needs besides the chip.
+pub struct Env<'a> {
+    /// The program.
+    pub prog: &'a Prog,
+    /// Derived parameters.
+    pub p: &'a Params,
+    /// Statistics.
+    pub stats: &'a mut Stats,
+    /// Trace sink, if tracing.
+    pub trace: Option<&'a mut dyn TraceSink>,
+    /// Functional execution (else timing only).
+    pub functional: bool,
+    /// Number of chips (replicas).
+    pub replicas: u32,
+}
+
+/// An event of one chip.
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// The sequencer of a core tries to issue.
+    Seq(u16),
+    /// A unit's front end tries to start its queue head.
+    Kick(u16, u16),
+    /// A unit instruction completes.
+    Done {
+        /// Core.
+        core: u16,
+        /// Unit.
+        unit: u16,
+        /// Semaphore to signal.
+        signal: Option<u8>,
+    },
+    /// A DMA transfer enters its data phase.
+    DmaJoin(u32),
+    /// The HBM link may have completed transfers (generation).
+    HbmWake(u64),
+    /// A core's VMEM link may have completed transfers (core, generation).
+    VmemWake(u16, u64),
+}
+
+/// A DMA transfer in flight.
+#[derive(Clone, Copy, Debug)]
+pub struct Xfer {
+    /// Core.
+    pub core: u16,
+    /// Start cycle.
+    pub start: Cycle,
+    /// Program counter.
+    pub pc: u32,
+    /// Semaphore to signal.
+    pub signal: Option<u8>,
+    /// Bytes on the link.
+    pub link_bytes: u64,
+    /// Through HBM (else VMEM).
+    pub hbm: bool,
+}
+
+/// Chip-level statistics.
+pub struct ChipStats {
+    /// HBM bytes read.
+    pub hbm_read: StatId,
+    /// HBM bytes written.
+    pub hbm_written: StatId,
+    /// Total cycles of the run.
+    pub cycles: StatId,
+}
+
+/// One chip.
+pub struct Chip {
+    /// Index in the system (its replica id).
+    pub idx: u32,
+    /// The event queue.
+    pub q: EventQueue<Ev>,
+    /// Cores.
+    pub cores: Vec<Core>,
+    /// HBM contents.
+    pub hbm: Memory,
+    /// HBM bandwidth shared by all transfers.
+    pub hbm_link: SharedLink,
+    /// Transfers in flight (slab).
+    pub xfers: Vec<Option<Xfer>>,
+    /// Free slots of `xfers`.
+    pub free_xfers: Vec<u32>,
+    /// Scratch for completed transfer ids.
+    pub done_buf: Vec<u64>,
+    /// Statistics.
+    pub st: ChipStats,
+    /// Cores halted so far.
+    pub halted: usize,
+}
+
+fn mode_of(d: MxuDtype) -> MxuMode {
+    match d {
+        MxuDtype::Int8 => MxuMode::Int8,
+        MxuDtype::Bf16 => MxuMode::Bf16,
+    }
+}
+
+impl Chip {
+    /// Builds chip `idx` and declares its statistics (`chip{idx}.…`).
+    pub fn new(idx: u32, p: &Params, stats: &mut Stats, functional: bool) -> Chip {
+        let pre = format!("chip{idx}");
+        let st = ChipStats {
+            hbm_read: stats.declare(
+                format!("{pre}.hbm.bytes_read"),
+                "bytes",
+                "bytes read from HBM",
+            ),
+            hbm_written: stats.declare(
+                format!("{pre}.hbm.bytes_written"),
+                "bytes",
+                "bytes written to HBM",
+            ),
+            cycles: stats.declare(
+                format!("{pre}.cycles"),
+                "cycles",
+                "cycles until every core halted",
+            ),
+        };
+        let cores = (0..p.cores)
+            .map(|c| Self::new_core(&pre, c as u32, p, stats, functional))
+            .collect();
+        Chip {
+            idx,
+            q: EventQueue::new(),
+            cores,
+            hbm: Memory::new("HBM", p.hbm_bytes),
+            hbm_link: SharedLink::new(p.hbm_bpc, p.dma_bpc),
+            xfers: Vec::new(),
+            free_xfers: Vec::new(),
+            done_buf: Vec::new(),
+            st,
+            halted: 0,
+        }
+    }
+
+    fn new_core(chip: &str, c: u32, p: &Params, stats: &mut Stats, functional: bool) -> Core {
+        let pre = format!("{chip}.core{c}");
+        let seq_tl = Timeline::declare(stats, &format!("{pre}.seq"), SEQ_REASONS);
+        let seq_stats = SeqStats {
+            issued: stats.declare(
+                format!("{pre}.seq.instructions"),
+                "instructions",
+                "instructions issued",
+            ),
+            dispatched: stats.declare(
+                format!("{pre}.seq.dispatched"),
+                "instructions",
+                "instructions dispatched to units",
+            ),
+            taken: stats.declare(
+                format!("{pre}.seq.branches_taken"),
+                "instructions",
+                "taken branches",
+            ),
+        };
+        let mut units = Vec::new();
+        for n in ["dma", "vpu", "infeed", "outfeed"] {
+            units.push(UnitQ::new(
+                stats,
+                &format!("{pre}.{n}"),
+                format!("core{c}.{n}"),
+            ));
+        }
+        let mut mxus = Vec::new();
+        for i in 0..p.mxus {
+            let up = format!("{pre}.mxu{i}");
+            units.push(UnitQ::new(stats, &up, format!("core{c}.mxu{i}")));
+            let geom = MxuGeometry {
+                rows: p.mxu_rows,
+                cols: p.mxu_cols,
+                acc_rows: p.mxu_acc_rows,
+                mode: mode_of(p.mxu_dtype),
+            };
+            let mut model = MxuModel::new(geom, functional);
+            let modes: Vec<MxuMode> = p.mxu_dtypes.iter().map(|&d| mode_of(d)).collect();
+            model.allow_modes(&modes);
+            mxus.push(MxuState {
+                model,
+                last_matmul_done: Cycle::ZERO,
+                shadow_n: 0,
+                active_n: 0,
+                pending: false,
+                flops: stats.declare(
+                    format!("{up}.flops"),
+                    "flops",
+                    "useful FLOPs (2 per multiply-accumulate of the unpadded tile)",
+                ),
+                rows: stats.declare(
+                    format!("{up}.rows"),
+                    "rows",
+                    "activation rows streamed through the array",
+                ),
+            });
+        }
+        let vp = format!("{pre}.vpu");
+        let dp = format!("{pre}.dma");
+        Core {
+            idx: c,
+            regs: [0; 32],
+            sems: [0; 32],
+            pc: 0,
+            blocked: None,
+            seq_pending: false,
+            halted: None,
+            seq_tl,
+            seq_stats,
+            outstanding: 0,
+            units,
+            mxus,
+            vpu: VpuState {
+                pipe_free: [Cycle::ZERO; 3],
+                last_start: Cycle::ZERO,
+                writes: Vec::new(),
+                elems: stats.declare(format!("{vp}.elements"), "elements", "elements produced"),
+                flops: stats.declare(
+                    format!("{vp}.flops"),
+                    "flops",
+                    "floating-point operations (one per float element of an arithmetic op)",
+                ),
+            },
+            dma: DmaState {
+                busy_engines: 0,
+                bytes: stats.declare(format!("{dp}.bytes"), "bytes", "bytes copied by DMA"),
+            },
+            host: HostState {
+                infeed: Vec::new(),
+                infeed_len: 0,
+                infeed_pos: 0,
+                outfeed: Vec::new(),
+                out_free: Cycle::ZERO,
+                in_bytes: stats.declare(
+                    format!("{pre}.infeed.bytes"),
+                    "bytes",
+                    "bytes received over the host link",
+                ),
+                out_bytes: stats.declare(
+                    format!("{pre}.outfeed.bytes"),
+                    "bytes",
+                    "bytes sent over the host link",
+                ),
+            },
+            vmem: Memory::new("VMEM", p.vmem_bytes),
+            vmem_link: SharedLink::new(p.vmem_bpc as f64, p.dma_bpc),
+        }
+    }
+
+    /// Writes the program's data segments and schedules every core's first issue.
+    pub fn start(&mut self, prog: &Prog) -> Result<(), SimError> {
+        for seg in &prog.program.data {
+            for c in 0..self.cores.len() {
+                let r = match seg.space {
+                    Space::Hbm => {
+                        if c > 0 {
+                            continue;
+                        }
+                        self.hbm.write(seg.addr, &seg.bytes)
+                    }
+                    Space::Vmem => self.cores[c].vmem.write(seg.addr, &seg.bytes),
+                };
+                r.map_err(|e| SimError::Input(format!("data segment: {e}")))?;
+            }
+        }
+        for c in 0..self.cores.len() {
+            self.schedule_seq(c, Cycle::ZERO);
+        }
+        Ok(())
+    }
+
+    /// Schedules a sequencer step of core `c` at `at` (once).
+    pub fn schedule_seq(&mut self, c: usize, at: Cycle) {
+        let core = &mut self.cores[c];
+        if !core.seq_pending && core.halted.is_none() {
+            core.seq_pending = true;
+            self.q.schedule(at, Priority::Issue, Ev::Seq(c as u16));
+        }
+    }
+
+    /// Schedules a front-end kick of unit `u` of core `c` at `at` (once).
+    pub fn kick(&mut self, c: usize, u: usize, at: Cycle) {
+        let unit = &mut self.cores[c].units[u];
+        if !unit.kick_pending {
+            unit.kick_pending = true;
+            self.q
+                .schedule(at, Priority::UnitStart, Ev::Kick(c as u16, u as u16));
+        }
+    }
+
+    /// Handles one event.
+    pub fn handle(&mut self, env: &mut Env<'_>, now: Cycle, ev: Ev) -> Result<(), SimError> {
+        match ev {
+            Ev::Seq(c) => self.seq_step(env, now, c as usize),
+            Ev::Kick(c, u) => self.unit_step(env, now, c as usize, u as usize),
+            Ev::Done { core, unit, signal } => {
+                self.complete(env, now, core as usize, unit as usize, signal)
+            }
+            Ev::DmaJoin(x) => {
+                self.dma_join(now, x);
+                Ok(())
+            }
+            Ev::HbmWake(g) => self.hbm_wake(env, now, g),
+            Ev::VmemWake(c, g) => self.vmem_wake(env, now, c as usize, g),
+        }
+    }
+
+    /// Completes a unit instruction of core `c`: semaphore, counters, wake-ups.
+    pub fn complete(
+        &mut self,
+        _env: &mut Env<'_>,
+        now: Cycle,
+        c: usize,
+        u: usize,
+        signal: Option<u8>,
+    ) -> Result<(), SimError> {
+        let core = &mut self.cores[c];
+        core.outstanding -= 1;
+        core.units[u].inflight -= 1;
+        if let Some(s) = signal {
+            self.signal(c, s, 1, now).map_err(|m| SimError::Exec {
+                chip: self.idx,
+                core: c as u32,
+                pc: 0,
+                inst: "(completion)".into(),
+                msg: m,
+            })?;
+        }
+        if self.cores[c].blocked.is_some() {
+            self.schedule_seq(c, now);
+        }
+        Ok(())
+    }
+
+    /// `sem += n`, waking the sequencer and units waiting on it.
+    pub fn signal(&mut self, c: usize, s: u8, n: u32, now: Cycle) -> Result<(), String> {
+        let core = &mut self.cores[c];
+        core.sems[s as usize] = core.sems[s as usize]
+            .checked_add(n)
+            .ok_or_else(|| format!("semaphore sem{s} overflows"))?;
+        for u in 0..self.cores[c].units.len() {
+            if self.cores[c].units[u].blocked_sem == Some(s) {
+                self.kick(c, u, now);
+            }
+        }
+        if matches!(self.cores[c].blocked, Some((SeqBlock::Sem(x, _), _)) if x == s) {
+            self.schedule_seq(c, now);
+        }
+        Ok(())
+    }
+
+    /// Emits a trace event for an instruction of core `c`, unit `u`.
+    pub fn trace(
+        &self,
+        env: &mut Env<'_>,
+        c: usize,
+        u: usize,
+        pc: u32,
+        inst: &Inst,
+        start: Cycle,
+        end: Cycle,
+    ) {
+        if let Some(t) = env.trace.as_deref_mut() {
+            t.event(&TraceEvent {
+                chip: self.idx,
+                unit: &self.cores[c].units[u].name,
+                name: inst.mnemonic(),
+                symbol: env.prog.symbol(pc),
+                pc: Some(pc),
+                start: start.get(),
+                end: end.get(),
+            });
+        }
+    }
+}

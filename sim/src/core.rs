@@ -1,0 +1,260 @@
+//! Per-core state: registers, semaphores, the sequencer's state, and one in-order queue per unit.
+//!
+//! Unit indices within a core are fixed: [`DMA`], [`VPU`], [`INFEED`], [`OUTFEED`], then MXU `i`
+//! at `MXU0 + i`. Invariants: a queue never holds more than `queue_depth` commands; `outstanding`
+//! counts dispatched unit instructions that have not completed; a unit's `front_free` is the
+//! earliest cycle its front end may start the next command (in-order start).
+
+use crate::account::Timeline;
+use crate::cycle::Cycle;
+use crate::link::SharedLink;
+use crate::memory::Memory;
+use crate::mxu::MxuModel;
+use crate::stats::{StatId, Stats};
+use isa::Inst;
+use std::collections::VecDeque;
+
+/// Unit index of the DMA engines.
+pub const DMA: usize = 0;
+/// Unit index of the VPU.
+pub const VPU: usize = 1;
+/// Unit index of the infeed queue.
+pub const INFEED: usize = 2;
+/// Unit index of the outfeed queue.
+pub const OUTFEED: usize = 3;
+/// Unit index of MXU 0.
+pub const MXU0: usize = 4;
+
+/// Stall reason indices of unit timelines (see [`UNIT_REASONS`]).
+pub const R_SEM: u8 = 0;
+/// The unit's own dependency (ports, weights, hazards, engines, host data, link).
+pub const R_DEP: u8 = 1;
+
+/// Stall reasons of every unit but the sequencer.
+pub const UNIT_REASONS: &[(&str, &str)] = &[
+    ("semaphore", "the queue head waits for its wait= semaphore"),
+    (
+        "dependency",
+        "the queue head waits for the unit itself (ports, weights, hazards, engines, host data)",
+    ),
+];
+
+/// Sequencer stall reason: `sem.wait`.
+pub const S_SEM: u8 = 0;
+/// Sequencer stall reason: `fence`.
+pub const S_FENCE: u8 = 1;
+/// Sequencer stall reason: target unit queue full.
+pub const S_QUEUE: u8 = 2;
+/// Sequencer stall reason: `halt` draining.
+pub const S_HALT: u8 = 3;
+
+/// Stall reasons of the sequencer.
+pub const SEQ_REASONS: &[(&str, &str)] = &[
+    ("semaphore", "sem.wait on a semaphore below its count"),
+    ("fence", "fence waiting for issued instructions to complete"),
+    ("queue_full", "the target unit's queue is full"),
+    ("halt", "halt waiting for every unit to drain"),
+];
+
+/// A dispatched unit instruction with its operands read.
+#[derive(Clone, Copy, Debug)]
+pub struct Cmd {
+    /// The instruction.
+    pub inst: Inst,
+    /// Addresses / values read at dispatch, in operand order (see `units::resolve`).
+    pub a: [u64; 4],
+    /// Program counter.
+    pub pc: u32,
+    /// Cycle of dispatch.
+    pub dispatched: Cycle,
+}
+
+/// One unit's queue and front end.
+pub struct UnitQ {
+    /// Name within the chip, e.g. `core0.mxu1`.
+    pub name: String,
+    /// Queued commands (not started).
+    pub q: VecDeque<Cmd>,
+    /// Earliest cycle the next command may start.
+    pub front_free: Cycle,
+    /// The head waits for this semaphore.
+    pub blocked_sem: Option<u8>,
+    /// The head can never start (reason), e.g. infeed past the end of the host's stream.
+    pub stuck: Option<String>,
+    /// A kick event is scheduled.
+    pub kick_pending: bool,
+    /// Started, not completed.
+    pub inflight: u32,
+    /// Earliest start among in-flight commands whose intervals are not yet reported.
+    pub unreported_from: Option<Cycle>,
+    /// Time accounting.
+    pub tl: Timeline,
+    /// Instructions executed.
+    pub ops: StatId,
+}
+
+impl UnitQ {
+    /// Declares the unit's statistics under `prefix` (e.g. `chip0.core0.mxu1`).
+    pub fn new(stats: &mut Stats, prefix: &str, name: String) -> Self {
+        let tl = Timeline::declare(stats, prefix, UNIT_REASONS);
+        let ops = stats.declare(
+            format!("{prefix}.instructions"),
+            "instructions",
+            "instructions executed",
+        );
+        UnitQ {
+            name,
+            q: VecDeque::new(),
+            front_free: Cycle::ZERO,
+            blocked_sem: None,
+            stuck: None,
+            kick_pending: false,
+            inflight: 0,
+            unreported_from: None,
+            tl,
+            ops,
+        }
+    }
+
+    /// The horizon before which no new interval of this unit can start.
+    pub fn horizon(&self, now: Cycle) -> u64 {
+        let mut h = now.get();
+        if let Some(c) = self.q.front() {
+            h = h.min(c.dispatched.get());
+        }
+        if let Some(c) = self.unreported_from {
+            h = h.min(c.get());
+        }
+        h
+    }
+}
+
+/// Why the sequencer does not issue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeqBlock {
+    /// `sem.wait sem, n`.
+    Sem(u8, u32),
+    /// `fence`.
+    Fence,
+    /// The queue of this unit is full.
+    Queue(usize),
+    /// `halt` draining.
+    Halt,
+}
+
+/// MXU unit state beyond the model.
+pub struct MxuState {
+    /// The contract model.
+    pub model: MxuModel,
+    /// Visible cycle of the last matmul's last row (for `mxu.st`).
+    pub last_matmul_done: Cycle,
+    /// Columns `N'` of the shadow tile (for FLOP counting).
+    pub shadow_n: u64,
+    /// Columns `N'` of the active tile.
+    pub active_n: u64,
+    /// Whether a loaded tile awaits its swap.
+    pub pending: bool,
+    /// FLOPs (2 per useful multiply-accumulate).
+    pub flops: StatId,
+    /// Rows streamed through the array.
+    pub rows: StatId,
+}
+
+/// An in-flight VPU result: `[lo, hi)` of VMEM is written at `done`.
+#[derive(Clone, Copy, Debug)]
+pub struct VpuWrite {
+    /// First byte.
+    pub lo: u64,
+    /// One past the last byte.
+    pub hi: u64,
+    /// Visible from this cycle.
+    pub done: Cycle,
+}
+
+/// VPU state beyond the queue.
+pub struct VpuState {
+    /// Next free cycle of each pipeline (main, transcendental, cross-lane).
+    pub pipe_free: [Cycle; 3],
+    /// Start of the last op (in-order start).
+    pub last_start: Cycle,
+    /// In-flight writes (scoreboard).
+    pub writes: Vec<VpuWrite>,
+    /// Elements processed.
+    pub elems: StatId,
+    /// Floating-point operations.
+    pub flops: StatId,
+}
+
+/// DMA state beyond the queue.
+pub struct DmaState {
+    /// Engines in use.
+    pub busy_engines: usize,
+    /// Bytes copied.
+    pub bytes: StatId,
+}
+
+/// Host link state of one core (infeed and outfeed streams).
+pub struct HostState {
+    /// The host's infeed stream for this core (functional) ...
+    pub infeed: Vec<u8>,
+    /// ... and its length (also in timing-only mode).
+    pub infeed_len: u64,
+    /// Bytes of the stream consumed by earlier infeeds.
+    pub infeed_pos: u64,
+    /// Bytes the outfeed sent (functional).
+    pub outfeed: Vec<u8>,
+    /// Cycle the outbound link is free.
+    pub out_free: Cycle,
+    /// Infeed bytes.
+    pub in_bytes: StatId,
+    /// Outfeed bytes.
+    pub out_bytes: StatId,
+}
+
+/// Sequencer statistics.
+pub struct SeqStats {
+    /// Instructions issued.
+    pub issued: StatId,
+    /// Instructions dispatched to units.
+    pub dispatched: StatId,
+    /// Taken branches.
+    pub taken: StatId,
+}
+
+/// One core.
+pub struct Core {
+    /// Index on the chip.
+    pub idx: u32,
+    /// Scalar registers.
+    pub regs: [u64; 32],
+    /// Semaphores.
+    pub sems: [u32; 32],
+    /// Next instruction.
+    pub pc: u32,
+    /// Why the sequencer waits, if it does, and since when.
+    pub blocked: Option<(SeqBlock, Cycle)>,
+    /// A sequencer step is scheduled.
+    pub seq_pending: bool,
+    /// The core halted at this cycle.
+    pub halted: Option<Cycle>,
+    /// Sequencer time accounting.
+    pub seq_tl: Timeline,
+    /// Sequencer statistics.
+    pub seq_stats: SeqStats,
+    /// Dispatched, not completed unit instructions.
+    pub outstanding: u64,
+    /// Unit queues (see the index constants).
+    pub units: Vec<UnitQ>,
+    /// MXUs.
+    pub mxus: Vec<MxuState>,
+    /// VPU.
+    pub vpu: VpuState,
+    /// DMA.
+    pub dma: DmaState,
+    /// Host streams.
+    pub host: HostState,
+    /// Vector memory.
+    pub vmem: Memory,
+    /// VMEM-to-VMEM DMA bandwidth.
+    pub vmem_link: SharedLink,
+}

@@ -1,0 +1,305 @@
+//! `System`: chips in a topology, each with its own event queue, run to completion in one
+//! deterministic order: events of all chips merge by `(time, priority, chip index, sequence)`.
+//!
+//! One run: [`System::new`] (arch, program, replicas, options), optional inputs
+//! ([`System::set_infeed`]), [`System::run`] → [`RunResult`] (cycles and statistics); memories,
+//! accumulators and outfeed streams stay readable afterwards. A run that cannot progress ends in
+//! [`SimError::Deadlock`] naming what every blocked unit waits for; one that exceeds
+//! `max_cycles` in [`SimError::Timeout`].
+
+use crate::chip::{Chip, Env};
+use crate::core::{SeqBlock, MXU0};
+use crate::cycle::Cycle;
+use crate::error::{DeadlockReport, SimError};
+use crate::memory::Memory;
+use crate::params::Params;
+use crate::prog::Prog;
+use crate::stats::Stats;
+use crate::trace::TraceSink;
+use arch::ArchConfig;
+use isa::Program;
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// Execute every instruction's effect on memory (else timing only: no data moves; scalar
+    /// loads see only the program's data and scalar stores).
+    pub functional: bool,
+    /// Stop with [`SimError::Timeout`] past this cycle.
+    pub max_cycles: u64,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            functional: true,
+            max_cycles: 1 << 40,
+        }
+    }
+}
+
+/// The outcome of a run.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// Cycles until the last core halted.
+    pub cycles: u64,
+    /// Events processed (a measure of simulator work).
+    pub events: u64,
+}
+
+/// A system of chips running one program.
+pub struct System {
+    params: Params,
+    prog: Prog,
+    opts: SimOptions,
+    chips: Vec<Chip>,
+    stats: Stats,
+    trace: Option<Box<dyn TraceSink>>,
+    ran: bool,
+}
+
+impl System {
+    /// A system of `replicas` chips of architecture `arch`, each running `program` on every core.
+    pub fn new(
+        arch: &ArchConfig,
+        program: Program,
+        replicas: u32,
+        opts: SimOptions,
+    ) -> Result<System, SimError> {
+        if replicas == 0 {
+            return Err(SimError::Input(
+                "at least one replica (chip) is needed".into(),
+            ));
+        }
+        if replicas > 1 {
+            return Err(SimError::Unsupported(
+                "more than one chip (ICI and multi-chip runs come in a later issue)".into(),
+            ));
+        }
+        let prog = Prog::new(program).map_err(|e| SimError::Input(e.to_string()))?;
+        let params = Params::new(arch);
+        let mut stats = Stats::new();
+        let chips = (0..replicas)
+            .map(|i| Chip::new(i, &params, &mut stats, opts.functional))
+            .collect();
+        Ok(System {
+            params,
+            prog,
+            opts,
+            chips,
+            stats,
+            trace: None,
+            ran: false,
+        })
+    }
+
+    /// Sends trace events to `sink` during the run.
+    pub fn set_trace(&mut self, sink: Box<dyn TraceSink>) {
+        self.trace = Some(sink);
+    }
+
+    /// Takes the trace sink back (after the run).
+    pub fn take_trace(&mut self) -> Option<Box<dyn TraceSink>> {
+        self.trace.take()
+    }
+
+    /// The host's infeed stream for `(chip, core)`: pushed from cycle 0 at the host link rate.
+    pub fn set_infeed(&mut self, chip: usize, core: usize, bytes: Vec<u8>) -> Result<(), SimError> {
+        let h = &mut self.core_mut(chip, core)?.host;
+        h.infeed_len = bytes.len() as u64;
+        h.infeed = bytes;
+        Ok(())
+    }
+
+    /// Timing-only runs: the infeed stream's length without contents.
+    pub fn set_infeed_len(&mut self, chip: usize, core: usize, len: u64) -> Result<(), SimError> {
+        let h = &mut self.core_mut(chip, core)?.host;
+        h.infeed_len = len;
+        h.infeed.clear();
+        Ok(())
+    }
+
+    fn core_mut(&mut self, chip: usize, core: usize) -> Result<&mut crate::core::Core, SimError> {
+        self.chips
+            .get_mut(chip)
+            .and_then(|c| c.cores.get_mut(core))
+            .ok_or_else(|| SimError::Input(format!("no core {core} on chip {chip}")))
+    }
+
+    fn core(&self, chip: usize, core: usize) -> Option<&crate::core::Core> {
+        self.chips.get(chip).and_then(|c| c.cores.get(core))
+    }
+
+    /// Derived parameters.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// Statistics (complete after the run).
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// HBM of a chip.
+    pub fn hbm(&self, chip: usize) -> Option<&Memory> {
+        self.chips.get(chip).map(|c| &c.hbm)
+    }
+
+    /// VMEM of a core.
+    pub fn vmem(&self, chip: usize, core: usize) -> Option<&Memory> {
+        self.core(chip, core).map(|c| &c.vmem)
+    }
+
+    /// The bytes a core sent to its outfeed.
+    pub fn outfeed(&self, chip: usize, core: usize) -> Option<&[u8]> {
+        self.core(chip, core).map(|c| c.host.outfeed.as_slice())
+    }
+
+    /// Accumulator row `row` of MXU `mxu` (raw 32-bit values; empty in timing-only mode).
+    pub fn acc_row(&self, chip: usize, core: usize, mxu: usize, row: usize) -> Option<&[u32]> {
+        let c = self.core(chip, core)?;
+        if row >= self.params.mxu_acc_rows {
+            return None;
+        }
+        c.mxus.get(mxu).map(|m| m.model.acc_row(row))
+    }
+
+    /// Scalar register `r` of a core.
+    pub fn reg(&self, chip: usize, core: usize, r: usize) -> Option<u64> {
+        self.core(chip, core).and_then(|c| c.regs.get(r).copied())
+    }
+
+    /// Runs the program to its end (every core halted).
+    pub fn run(&mut self) -> Result<RunResult, SimError> {
+        if self.ran {
+            return Err(SimError::Input(
+                "a System runs once; build a new one".into(),
+            ));
+        }
+        self.ran = true;
+        for ch in &mut self.chips {
+            ch.start(&self.prog)?;
+        }
+        let mut trace = self.trace.take();
+        let mut env = Env {
+            prog: &self.prog,
+            p: &self.params,
+            stats: &mut self.stats,
+            trace: trace.as_deref_mut().map(|t| t as &mut dyn TraceSink),
+            functional: self.opts.functional,
+            replicas: self.chips.len() as u32,
+        };
+        let mut events = 0u64;
+        let mut last = Cycle::ZERO;
+        let result = loop {
+            // The chip whose next event comes first (ties: lower chip index).
+            let mut best: Option<(crate::engine::EventKey, usize)> = None;
+            for (i, ch) in self.chips.iter().enumerate() {
+                if let Some(k) = ch.q.peek_key() {
+                    if best.map_or(true, |(bk, _)| (k.time, k.prio) < (bk.time, bk.prio)) {
+                        best = Some((k, i));
+                    }
+                }
+            }
+            let Some((_, i)) = best else { break Ok(()) };
+            let (now, ev) = self.chips[i].q.pop().expect("peeked");
+            if now.get() > self.opts.max_cycles {
+                break Err(SimError::Timeout(self.opts.max_cycles));
+            }
+            last = now;
+            events += 1;
+            if let Err(e) = self.chips[i].handle(&mut env, now, ev) {
+                break Err(e);
+            }
+        };
+        self.trace = trace;
+        result?;
+        let all_halted = self.chips.iter().all(|c| c.halted == c.cores.len());
+        if !all_halted {
+            return Err(SimError::Deadlock(self.deadlock_report(last)));
+        }
+        let cycles = self
+            .chips
+            .iter()
+            .flat_map(|c| c.cores.iter())
+            .filter_map(|c| c.halted)
+            .max()
+            .unwrap_or(Cycle::ZERO)
+            .get();
+        for ch in &mut self.chips {
+            self.stats.set(ch.st.cycles, cycles);
+            for core in &mut ch.cores {
+                core.seq_tl.finish(&mut self.stats, cycles);
+                for u in &mut core.units {
+                    u.tl.finish(&mut self.stats, cycles);
+                }
+            }
+        }
+        Ok(RunResult { cycles, events })
+    }
+
+    fn deadlock_report(&self, cycle: Cycle) -> DeadlockReport {
+        let mut waits = Vec::new();
+        for ch in &self.chips {
+            for core in &ch.cores {
+                let pre = format!("chip{}.core{}", ch.idx, core.idx);
+                if core.halted.is_some() {
+                    continue;
+                }
+                let pc = core.pc;
+                let inst = self
+                    .prog
+                    .code()
+                    .get(pc as usize)
+                    .map(|i| i.to_string())
+                    .unwrap_or_default();
+                let why = match core.blocked {
+                    Some((SeqBlock::Sem(s, n), since)) => format!(
+                        "sem.wait sem{s} needs {n}, has {} (since cycle {since})",
+                        core.sems[s as usize]
+                    ),
+                    Some((SeqBlock::Fence, since)) => format!(
+                        "fence: {} instructions outstanding (since cycle {since})",
+                        core.outstanding
+                    ),
+                    Some((SeqBlock::Halt, since)) => format!(
+                        "halt: {} instructions outstanding (since cycle {since})",
+                        core.outstanding
+                    ),
+                    Some((SeqBlock::Queue(u), since)) => format!(
+                        "queue of {} is full (since cycle {since})",
+                        core.units[u].name
+                    ),
+                    None => "not blocked".into(),
+                };
+                waits.push(format!("{pre}.seq at pc {pc} `{inst}`: {why}"));
+                for (ui, u) in core.units.iter().enumerate() {
+                    let Some(head) = u.q.front() else { continue };
+                    let why = if let Some(s) = &u.stuck {
+                        s.clone()
+                    } else if let Some(s) = u.blocked_sem {
+                        format!(
+                            "wait=sem{s} (value {}) never signalled",
+                            core.sems[s as usize]
+                        )
+                    } else {
+                        "waiting".into()
+                    };
+                    let _ = ui >= MXU0;
+                    waits.push(format!(
+                        "chip{}.{} head pc {} `{}`: {why} ({} queued)",
+                        ch.idx,
+                        u.name,
+                        head.pc,
+                        head.inst,
+                        u.q.len()
+                    ));
+                }
+            }
+        }
+        DeadlockReport {
+            cycle: cycle.get(),
+            waits,
+        }
+    }
+}

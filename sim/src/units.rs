@@ -1,0 +1,565 @@
+//! Unit front ends: each unit starts its queue head in order once its `wait=` semaphore is
+//! available and the unit can take it, computes when it starts, is busy and completes, applies
+//! its functional effect, and schedules its completion. MXU, VPU, infeed and outfeed timing is
+//! known when the command starts; a DMA's completion depends on link sharing (see `dma.rs`).
+//!
+//! Functional effects happen when the front end starts a command (reads and writes at once, in
+//! each unit's program order); completion (the `signal=` semaphore) comes at the cycle the
+//! results are visible. Programs order units with semaphores; the simulator does not detect
+//! races between units that a program failed to order.
+
+use crate::account::Kind;
+use crate::chip::{Chip, Env, Ev};
+use crate::core::*;
+use crate::cycle::Cycle;
+use crate::engine::Priority;
+use crate::error::SimError;
+use crate::mxu::Operand;
+use crate::params::Params;
+use arch::MxuDtype;
+use isa::{Inst, Sem, Space};
+
+/// The unit index (within a core) that executes a unit instruction.
+pub fn unit_of(inst: &Inst, p: &Params) -> Result<usize, String> {
+    Ok(match *inst {
+        Inst::DmaCopy { .. } => DMA,
+        Inst::Infeed { .. } => INFEED,
+        Inst::Outfeed { .. } => OUTFEED,
+        Inst::MxuLdw { mxu, .. } | Inst::MxuMatmul { mxu, .. } | Inst::MxuSt { mxu, .. } => {
+            if mxu as usize >= p.mxus {
+                return Err(format!(
+                    "MXU {mxu} does not exist (the core has {})",
+                    p.mxus
+                ));
+            }
+            MXU0 + mxu as usize
+        }
+        Inst::IciSend { .. } | Inst::IciRecv { .. } => {
+            return Err("not supported yet: ICI transfers (ici.send/ici.recv)".into())
+        }
+        _ if inst.unit() == isa::Unit::Vpu => VPU,
+        _ => return Err(format!("`{}` is not a unit instruction", inst.mnemonic())),
+    })
+}
+
+fn addr(regs: &[u64; 32], base: isa::SReg, off: i64) -> Result<u64, String> {
+    let a = (regs[base.0 as usize] as i64).wrapping_add(off);
+    u64::try_from(a).map_err(|_| format!("negative address {a}"))
+}
+
+/// Reads the register operands of a unit instruction at dispatch: addresses in operand order
+/// (`dst`, then sources; MXU: `src`/`dst`, then the accumulator row; `vpu.splat`: the value).
+pub fn resolve(regs: &[u64; 32], inst: &Inst) -> Result<[u64; 4], String> {
+    let mut a = [0u64; 4];
+    match *inst {
+        Inst::DmaCopy { dst, src, .. } => {
+            a[0] = addr(regs, dst.base, dst.off)?;
+            a[1] = addr(regs, src.base, src.off)?;
+        }
+        Inst::Infeed { dst: m, .. } | Inst::Outfeed { src: m, .. } => {
+            a[0] = addr(regs, m.base, m.off)?
+        }
+        Inst::MxuLdw { src, .. } => a[0] = addr(regs, src.base, src.off as i64)?,
+        Inst::MxuMatmul { src: v, acc, .. } | Inst::MxuSt { dst: v, acc, .. } => {
+            a[0] = addr(regs, v.base, v.off as i64)?;
+            a[1] = addr(regs, acc.base, acc.off as i64)?;
+        }
+        Inst::VSplat { dst, src, .. } => {
+            a[0] = addr(regs, dst.base, dst.off as i64)?;
+            a[1] = regs[src.0 as usize];
+        }
+        _ => {
+            let v = crate::vpu::vaddrs(inst);
+            for (i, x) in v.iter().enumerate() {
+                if let Some(x) = x {
+                    a[i] = addr(regs, x.base, x.off as i64)?;
+                }
+            }
+        }
+    }
+    Ok(a)
+}
+
+/// The `wait=` and `signal=` operands of a unit instruction.
+pub fn sems_of(inst: &Inst) -> (Option<Sem>, Option<Sem>) {
+    macro_rules! ws {
+        ($($v:ident),*) => {
+            match *inst {
+                $(Inst::$v { wait, signal, .. } => (wait, signal),)*
+                _ => (None, None),
+            }
+        };
+    }
+    ws!(
+        DmaCopy, MxuLdw, MxuMatmul, MxuSt, VAdd, VSub, VMul, VDiv, VRem, VMin, VMax, VAnd, VOr,
+        VXor, VShl, VShr, VSra, VPow, VAtan2, VMov, VNeg, VAbs, VSign, VFloor, VCeil, VRound,
+        VRoundEven, VNot, VPopcnt, VClz, VIsFinite, VExp, VExpm1, VLog, VLog1p, VLogistic, VSqrt,
+        VRsqrt, VCbrt, VTanh, VSin, VCos, VTan, VErf, VCmp, VSelect, VCvt, VSplat, VIota, VBcast,
+        VTranspose, VReduce, VGather, Infeed, Outfeed, IciSend, IciRecv
+    )
+}
+
+/// When a started command runs: stall until `start`, busy `[start, busy_end)`, results visible
+/// (completion) at `done`, and the next command may start from `front_free`.
+pub struct Started {
+    /// First cycle of work.
+    pub start: Cycle,
+    /// End of the busy interval (exclusive).
+    pub busy_end: Cycle,
+    /// Completion, or `None` if a later event completes it (DMA).
+    pub done: Option<Cycle>,
+    /// Earliest start of the next command.
+    pub front_free: Cycle,
+}
+
+impl Chip {
+    pub(crate) fn cmd_err(
+        &self,
+        env: &Env<'_>,
+        c: usize,
+        cmd: &Cmd,
+        msg: impl Into<String>,
+    ) -> SimError {
+        let _ = env;
+        SimError::Exec {
+            chip: self.idx,
+            core: c as u32,
+            pc: cmd.pc,
+            inst: cmd.inst.to_string(),
+            msg: msg.into(),
+        }
+    }
+
+    /// The front end of unit `u` of core `c` starts as many queued commands as it can.
+    pub fn unit_step(
+        &mut self,
+        env: &mut Env<'_>,
+        now: Cycle,
+        c: usize,
+        u: usize,
+    ) -> Result<(), SimError> {
+        self.cores[c].units[u].kick_pending = false;
+        loop {
+            let unit = &self.cores[c].units[u];
+            let Some(&cmd) = unit.q.front() else { break };
+            if unit.stuck.is_some() {
+                break;
+            }
+            if unit.front_free > now {
+                let at = unit.front_free;
+                self.kick(c, u, at);
+                break;
+            }
+            // Can the unit take it at all?
+            if u == DMA && self.cores[c].dma.busy_engines >= env.p.dma_engines {
+                break; // a DMA completion kicks again
+            }
+            if u == INFEED {
+                if let Inst::Infeed { len, .. } = cmd.inst {
+                    let h = &self.cores[c].host;
+                    if h.infeed_pos + len as u64 > h.infeed_len {
+                        self.cores[c].units[u].stuck = Some(format!(
+                            "infeed at pc {} needs stream bytes [{}, {}) but the host pushes only {} bytes",
+                            cmd.pc,
+                            h.infeed_pos,
+                            h.infeed_pos + len as u64,
+                            h.infeed_len
+                        ));
+                        break;
+                    }
+                }
+            }
+            let (wait, signal) = sems_of(&cmd.inst);
+            let mut waited = false;
+            if let Some(s) = wait {
+                let core = &mut self.cores[c];
+                if core.sems[s.0 as usize] == 0 {
+                    core.units[u].blocked_sem = Some(s.0);
+                    break;
+                }
+                core.sems[s.0 as usize] -= 1;
+                waited = core.units[u].blocked_sem.take().is_some();
+            }
+            self.cores[c].units[u].q.pop_front();
+            if matches!(self.cores[c].blocked, Some((SeqBlock::Queue(x), _)) if x == u) {
+                self.schedule_seq(c, now);
+            }
+            let st = match u {
+                DMA => self.start_dma(env, now, c, &cmd, signal.map(|s| s.0))?,
+                VPU => self.start_vpu(env, now, c, &cmd)?,
+                INFEED => self.start_infeed(env, now, c, &cmd)?,
+                OUTFEED => self.start_outfeed(env, now, c, &cmd)?,
+                _ => self.start_mxu(env, now, c, u - MXU0, &cmd)?,
+            };
+            let unit = &mut self.cores[c].units[u];
+            env.stats.add(unit.ops, 1);
+            unit.inflight += 1;
+            let r = if waited { R_SEM } else { R_DEP };
+            unit.tl.add(Kind::Stall(r), cmd.dispatched.get(), now.get());
+            unit.tl.add(Kind::Stall(R_DEP), now.get(), st.start.get());
+            unit.front_free = st.front_free;
+            if let Some(done) = st.done {
+                unit.tl.add(Kind::Busy, st.start.get(), st.busy_end.get());
+                self.q.schedule(
+                    done,
+                    Priority::Complete,
+                    Ev::Done {
+                        core: c as u16,
+                        unit: u as u16,
+                        signal: signal.map(|s| s.0),
+                    },
+                );
+                self.trace(env, c, u, cmd.pc, &cmd.inst, st.start, done);
+            }
+        }
+        let unit = &mut self.cores[c].units[u];
+        let h = unit.horizon(now);
+        unit.tl.flush_until(env.stats, h);
+        Ok(())
+    }
+
+    fn read_vmem(
+        &self,
+        env: &Env<'_>,
+        c: usize,
+        cmd: &Cmd,
+        addr: u64,
+        rows: u64,
+        cols_bytes: u64,
+        stride: u64,
+    ) -> Result<Vec<u8>, SimError> {
+        let mut out = vec![0u8; (rows * cols_bytes) as usize];
+        for r in 0..rows {
+            let a = addr
+                .checked_add(r * stride)
+                .ok_or_else(|| self.cmd_err(env, c, cmd, "address overflow"))?;
+            self.cores[c]
+                .vmem
+                .read(
+                    a,
+                    &mut out[(r * cols_bytes) as usize..((r + 1) * cols_bytes) as usize],
+                )
+                .map_err(|e| self.cmd_err(env, c, cmd, e.to_string()))?;
+        }
+        Ok(out)
+    }
+
+    fn start_mxu(
+        &mut self,
+        env: &mut Env<'_>,
+        now: Cycle,
+        c: usize,
+        i: usize,
+        cmd: &Cmd,
+    ) -> Result<Started, SimError> {
+        let p = env.p;
+        let (r, cols) = (p.mxu_rows as u64, p.mxu_cols as u64);
+        let check_mode = |m: MxuDtype| -> Result<(), String> {
+            if p.mxu_dtypes.contains(&m) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "MXU mode {} is not one of this chip's mxu.dtypes",
+                    m.name()
+                ))
+            }
+        };
+        match cmd.inst {
+            Inst::MxuLdw {
+                k, n, stride, mode, ..
+            } => {
+                check_mode(mode).map_err(|m| self.cmd_err(env, c, cmd, m))?;
+                let bytes =
+                    if env.functional && k >= 1 && n >= 1 && k as u64 <= r && n as u64 <= cols {
+                        Some(self.read_vmem(
+                            env,
+                            c,
+                            cmd,
+                            cmd.a[0],
+                            k as u64,
+                            n as u64 * mode.bytes(),
+                            stride as u64,
+                        )?)
+                    } else {
+                        None
+                    };
+                let data = bytes.as_deref().map(|b| operand(mode, b));
+                let mx = &mut self.cores[c].mxus[i];
+                let t = mx
+                    .model
+                    .load_weights(
+                        now,
+                        k as usize,
+                        n as usize,
+                        data.as_ref().map(|d| d.as_operand()),
+                    )
+                    .map_err(|e| SimError::Exec {
+                        chip: self.idx,
+                        core: c as u32,
+                        pc: cmd.pc,
+                        inst: cmd.inst.to_string(),
+                        msg: e.to_string(),
+                    })?;
+                mx.shadow_n = n as u64;
+                mx.pending = true;
+                Ok(Started {
+                    start: t.start,
+                    busy_end: t.port_free,
+                    done: Some(t.start + (r + cols - 1)),
+                    front_free: t.start,
+                })
+            }
+            Inst::MxuMatmul {
+                m,
+                k,
+                stride,
+                mode,
+                accumulate,
+                ..
+            } => {
+                check_mode(mode).map_err(|m| self.cmd_err(env, c, cmd, m))?;
+                let bytes = if env.functional && m >= 1 && k >= 1 && k as u64 <= r {
+                    Some(self.read_vmem(
+                        env,
+                        c,
+                        cmd,
+                        cmd.a[0],
+                        m as u64,
+                        k as u64 * mode.bytes(),
+                        stride as u64,
+                    )?)
+                } else {
+                    None
+                };
+                let data = bytes.as_deref().map(|b| operand(mode, b));
+                let acc = usize::try_from(cmd.a[1]).unwrap_or(usize::MAX);
+                let mx = &mut self.cores[c].mxus[i];
+                let t = mx
+                    .model
+                    .matmul(
+                        now,
+                        m as usize,
+                        k as usize,
+                        acc,
+                        accumulate,
+                        data.as_ref().map(|d| d.as_operand()),
+                    )
+                    .map_err(|e| SimError::Exec {
+                        chip: self.idx,
+                        core: c as u32,
+                        pc: cmd.pc,
+                        inst: cmd.inst.to_string(),
+                        msg: e.to_string(),
+                    })?;
+                if mx.pending {
+                    mx.pending = false;
+                    mx.active_n = mx.shadow_n;
+                }
+                let done = t.complete();
+                mx.last_matmul_done = mx.last_matmul_done.max(done);
+                env.stats
+                    .add(mx.flops, 2 * m as u64 * k as u64 * mx.active_n);
+                env.stats.add(mx.rows, m as u64);
+                Ok(Started {
+                    start: t.start,
+                    busy_end: done,
+                    done: Some(done),
+                    front_free: t.start,
+                })
+            }
+            Inst::MxuSt { m, n, stride, .. } => {
+                let a_rows = p.mxu_acc_rows as u64;
+                if n == 0 || n as u64 > cols || m == 0 {
+                    return Err(self.cmd_err(
+                        env,
+                        c,
+                        cmd,
+                        format!("mxu.st of {m}×{n} must be non-empty with n ≤ {cols}"),
+                    ));
+                }
+                if cmd.a[1] >= a_rows {
+                    return Err(self.cmd_err(
+                        env,
+                        c,
+                        cmd,
+                        format!(
+                            "accumulator row {} out of range (acc_rows = {a_rows})",
+                            cmd.a[1]
+                        ),
+                    ));
+                }
+                let mx = &self.cores[c].mxus[i];
+                let start = now.max(mx.last_matmul_done);
+                let dur = (m as u64).max((m as u64 * n as u64 * 4).div_ceil(p.vmem_bpc));
+                if env.functional {
+                    let mut row_bytes = vec![0u8; n as usize * 4];
+                    for rr in 0..m as u64 {
+                        let row = ((cmd.a[1] + rr) % a_rows) as usize;
+                        let vals = self.cores[c].mxus[i].model.acc_row(row);
+                        for (j, v) in vals[..n as usize].iter().enumerate() {
+                            row_bytes[j * 4..j * 4 + 4].copy_from_slice(&v.to_le_bytes());
+                        }
+                        let a = cmd.a[0] + rr * stride as u64;
+                        self.cores[c]
+                            .vmem
+                            .write(a, &row_bytes)
+                            .map_err(|e| self.cmd_err(env, c, cmd, e.to_string()))?;
+                    }
+                }
+                Ok(Started {
+                    start,
+                    busy_end: start + dur,
+                    done: Some(start + dur),
+                    front_free: start,
+                })
+            }
+            _ => unreachable!("not an MXU instruction"),
+        }
+    }
+
+    fn start_infeed(
+        &mut self,
+        env: &mut Env<'_>,
+        now: Cycle,
+        c: usize,
+        cmd: &Cmd,
+    ) -> Result<Started, SimError> {
+        let Inst::Infeed { dst, len, .. } = cmd.inst else {
+            unreachable!()
+        };
+        let p = env.p;
+        let h = &self.cores[c].host;
+        let end = h.infeed_pos + len as u64;
+        let arrival = Cycle(p.host_latency + (end as f64 / p.host_bpc).ceil() as u64);
+        let done = arrival.max(now + 1);
+        let pos = h.infeed_pos;
+        if env.functional {
+            let data = self.cores[c].host.infeed[pos as usize..end as usize].to_vec();
+            self.write_space(env, c, cmd, dst.space, cmd.a[0], &data)?;
+        } else {
+            self.check_space(env, c, cmd, dst.space, cmd.a[0], len as u64)?;
+        }
+        if dst.space == Space::Hbm {
+            env.stats.add(self.st.hbm_written, len as u64);
+        }
+        let h = &mut self.cores[c].host;
+        h.infeed_pos = end;
+        env.stats.add(h.in_bytes, len as u64);
+        Ok(Started {
+            start: Cycle(done.get() - 1),
+            busy_end: done,
+            done: Some(done),
+            front_free: done,
+        })
+    }
+
+    fn start_outfeed(
+        &mut self,
+        env: &mut Env<'_>,
+        now: Cycle,
+        c: usize,
+        cmd: &Cmd,
+    ) -> Result<Started, SimError> {
+        let Inst::Outfeed { src, len, .. } = cmd.inst else {
+            unreachable!()
+        };
+        let p = env.p;
+        if env.functional {
+            let data = self.read_space(env, c, cmd, src.space, cmd.a[0], len as u64)?;
+            self.cores[c].host.outfeed.extend_from_slice(&data);
+        } else {
+            self.check_space(env, c, cmd, src.space, cmd.a[0], len as u64)?;
+        }
+        if src.space == Space::Hbm {
+            env.stats.add(self.st.hbm_read, len as u64);
+        }
+        let h = &mut self.cores[c].host;
+        let start = now.max(h.out_free);
+        let xfer = (len as f64 / p.host_bpc).ceil() as u64;
+        h.out_free = start + xfer;
+        env.stats.add(h.out_bytes, len as u64);
+        Ok(Started {
+            start,
+            busy_end: start + xfer,
+            done: Some(start + xfer + p.host_latency),
+            front_free: start,
+        })
+    }
+
+    /// Reads `len` bytes of a memory space (functional mode).
+    pub(crate) fn read_space(
+        &mut self,
+        env: &Env<'_>,
+        c: usize,
+        cmd: &Cmd,
+        s: Space,
+        a: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, SimError> {
+        let r = match s {
+            Space::Hbm => self.hbm.read_vec(a, len),
+            Space::Vmem => self.cores[c].vmem.read_vec(a, len),
+        };
+        r.map_err(|e| self.cmd_err(env, c, cmd, e.to_string()))
+    }
+
+    /// Writes bytes into a memory space (functional mode).
+    pub(crate) fn write_space(
+        &mut self,
+        env: &Env<'_>,
+        c: usize,
+        cmd: &Cmd,
+        s: Space,
+        a: u64,
+        data: &[u8],
+    ) -> Result<(), SimError> {
+        let r = match s {
+            Space::Hbm => self.hbm.write(a, data),
+            Space::Vmem => self.cores[c].vmem.write(a, data),
+        };
+        r.map_err(|e| self.cmd_err(env, c, cmd, e.to_string()))
+    }
+
+    /// Checks `[a, a+len)` lies in a memory space (timing-only mode still checks addresses).
+    pub(crate) fn check_space(
+        &self,
+        env: &Env<'_>,
+        c: usize,
+        cmd: &Cmd,
+        s: Space,
+        a: u64,
+        len: u64,
+    ) -> Result<(), SimError> {
+        let r = match s {
+            Space::Hbm => self.hbm.check(a, len),
+            Space::Vmem => self.cores[c].vmem.check(a, len),
+        };
+        r.map_err(|e| self.cmd_err(env, c, cmd, e.to_string()))
+    }
+}
+
+/// Owned operand bytes in an MXU mode.
+enum OwnedOperand {
+    Int8(Vec<i8>),
+    Bf16(Vec<u16>),
+}
+
+impl OwnedOperand {
+    fn as_operand(&self) -> Operand<'_> {
+        match self {
+            OwnedOperand::Int8(v) => Operand::Int8(v),
+            OwnedOperand::Bf16(v) => Operand::Bf16(v),
+        }
+    }
+}
+
+fn operand(mode: MxuDtype, b: &[u8]) -> OwnedOperand {
+    match mode {
+        MxuDtype::Int8 => OwnedOperand::Int8(b.iter().map(|&x| x as i8).collect()),
+        MxuDtype::Bf16 => OwnedOperand::Bf16(
+            b.chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect(),
+        ),
+    }
+}

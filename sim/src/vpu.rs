@@ -1,0 +1,445 @@
+//! The VPU unit: timing (three in-order pipelines — ALU array, transcendental, cross-lane — fed
+//! in program order, with a scoreboard on VMEM ranges) and functional execution of every VPU
+//! instruction on VMEM bytes.
+//!
+//! Timing of an op over `n` elements of class `k` (docs/timing.md): it starts at
+//! `max(dispatch front end, previous VPU start, pipeline free, every in-flight write it reads or
+//! overwrites visible)`, keeps its pipeline busy `B = max(⌈n / epc_k⌉, ⌈bytes / vmem_bpc⌉)`
+//! cycles (`epc` divided by `emulated_64bit_factor` for 64-bit types; `bytes` = all operand
+//! bytes read and written) and its result is visible at `start + B − 1 + max(L_k, 1)`
+//! (`start` if `n = 0`).
+
+use crate::chip::{Chip, Env};
+use crate::core::*;
+use crate::cycle::Cycle;
+use crate::elem::{self, read, write};
+use crate::error::SimError;
+use crate::units::Started;
+use crate::vpu_ops::{binary, compare, from_index, reduce_step, unary, BinOp, UnOp};
+use isa::{DType, Inst, VAddr};
+
+/// The VMEM operands (`VAddr`) of a VPU instruction in operand order (dst first).
+pub fn vaddrs(inst: &Inst) -> [Option<VAddr>; 4] {
+    use Inst::*;
+    match *inst {
+        VAdd { dst, a, b, .. }
+        | VSub { dst, a, b, .. }
+        | VMul { dst, a, b, .. }
+        | VDiv { dst, a, b, .. }
+        | VRem { dst, a, b, .. }
+        | VMin { dst, a, b, .. }
+        | VMax { dst, a, b, .. }
+        | VAnd { dst, a, b, .. }
+        | VOr { dst, a, b, .. }
+        | VXor { dst, a, b, .. }
+        | VShl { dst, a, b, .. }
+        | VShr { dst, a, b, .. }
+        | VSra { dst, a, b, .. }
+        | VPow { dst, a, b, .. }
+        | VAtan2 { dst, a, b, .. }
+        | VCmp { dst, a, b, .. } => [Some(dst), Some(a), Some(b), None],
+        VGather { dst, a, idx, .. } => [Some(dst), Some(a), Some(idx), None],
+        VSelect { dst, p, a, b, .. } => [Some(dst), Some(p), Some(a), Some(b)],
+        VIota { dst, .. } => [Some(dst), None, None, None],
+        VSplat { dst, .. } => [Some(dst), None, None, None],
+        VMov { dst, a, .. }
+        | VNeg { dst, a, .. }
+        | VAbs { dst, a, .. }
+        | VSign { dst, a, .. }
+        | VFloor { dst, a, .. }
+        | VCeil { dst, a, .. }
+        | VRound { dst, a, .. }
+        | VRoundEven { dst, a, .. }
+        | VNot { dst, a, .. }
+        | VPopcnt { dst, a, .. }
+        | VClz { dst, a, .. }
+        | VIsFinite { dst, a, .. }
+        | VExp { dst, a, .. }
+        | VExpm1 { dst, a, .. }
+        | VLog { dst, a, .. }
+        | VLog1p { dst, a, .. }
+        | VLogistic { dst, a, .. }
+        | VSqrt { dst, a, .. }
+        | VRsqrt { dst, a, .. }
+        | VCbrt { dst, a, .. }
+        | VTanh { dst, a, .. }
+        | VSin { dst, a, .. }
+        | VCos { dst, a, .. }
+        | VTan { dst, a, .. }
+        | VErf { dst, a, .. }
+        | VCvt { dst, a, .. }
+        | VBcast { dst, a, .. }
+        | VTranspose { dst, a, .. }
+        | VReduce { dst, a, .. } => [Some(dst), Some(a), None, None],
+        _ => [None; 4],
+    }
+}
+
+fn bin_op(inst: &Inst) -> Option<(BinOp, u32, DType)> {
+    use Inst::*;
+    Some(match *inst {
+        VAdd { n, t, .. } => (BinOp::Add, n, t),
+        VSub { n, t, .. } => (BinOp::Sub, n, t),
+        VMul { n, t, .. } => (BinOp::Mul, n, t),
+        VDiv { n, t, .. } => (BinOp::Div, n, t),
+        VRem { n, t, .. } => (BinOp::Rem, n, t),
+        VMin { n, t, .. } => (BinOp::Min, n, t),
+        VMax { n, t, .. } => (BinOp::Max, n, t),
+        VAnd { n, t, .. } => (BinOp::And, n, t),
+        VOr { n, t, .. } => (BinOp::Or, n, t),
+        VXor { n, t, .. } => (BinOp::Xor, n, t),
+        VShl { n, t, .. } => (BinOp::Shl, n, t),
+        VShr { n, t, .. } => (BinOp::Shr, n, t),
+        VSra { n, t, .. } => (BinOp::Sra, n, t),
+        VPow { n, t, .. } => (BinOp::Pow, n, t),
+        VAtan2 { n, t, .. } => (BinOp::Atan2, n, t),
+        _ => return None,
+    })
+}
+
+fn un_op(inst: &Inst) -> Option<(UnOp, u32, DType)> {
+    use Inst::*;
+    Some(match *inst {
+        VMov { n, t, .. } => (UnOp::Mov, n, t),
+        VNeg { n, t, .. } => (UnOp::Neg, n, t),
+        VAbs { n, t, .. } => (UnOp::Abs, n, t),
+        VSign { n, t, .. } => (UnOp::Sign, n, t),
+        VFloor { n, t, .. } => (UnOp::Floor, n, t),
+        VCeil { n, t, .. } => (UnOp::Ceil, n, t),
+        VRound { n, t, .. } => (UnOp::Round, n, t),
+        VRoundEven { n, t, .. } => (UnOp::RoundEven, n, t),
+        VNot { n, t, .. } => (UnOp::Not, n, t),
+        VPopcnt { n, t, .. } => (UnOp::Popcnt, n, t),
+        VClz { n, t, .. } => (UnOp::Clz, n, t),
+        VIsFinite { n, t, .. } => (UnOp::IsFinite, n, t),
+        VExp { n, t, .. } => (UnOp::Exp, n, t),
+        VExpm1 { n, t, .. } => (UnOp::Expm1, n, t),
+        VLog { n, t, .. } => (UnOp::Log, n, t),
+        VLog1p { n, t, .. } => (UnOp::Log1p, n, t),
+        VLogistic { n, t, .. } => (UnOp::Logistic, n, t),
+        VSqrt { n, t, .. } => (UnOp::Sqrt, n, t),
+        VRsqrt { n, t, .. } => (UnOp::Rsqrt, n, t),
+        VCbrt { n, t, .. } => (UnOp::Cbrt, n, t),
+        VTanh { n, t, .. } => (UnOp::Tanh, n, t),
+        VSin { n, t, .. } => (UnOp::Sin, n, t),
+        VCos { n, t, .. } => (UnOp::Cos, n, t),
+        VTan { n, t, .. } => (UnOp::Tan, n, t),
+        VErf { n, t, .. } => (UnOp::Erf, n, t),
+        _ => return None,
+    })
+}
+
+/// Byte ranges and sizes of a VPU op.
+struct Shape {
+    /// Elements (for the element rate).
+    elems: u64,
+    /// Type that sets the element rate (64-bit types are slower).
+    cost_t: DType,
+    /// Destination bytes.
+    dst: (u64, u64),
+    /// Source byte ranges (`(0, 0)` unused; gather's table: all of VMEM).
+    srcs: [(u64, u64); 3],
+    /// Bytes read and written.
+    bytes: u64,
+    /// Float arithmetic ops.
+    flops: u64,
+}
+
+fn shape(cmd: &Cmd, vmem_cap: u64) -> Shape {
+    let a = cmd.a;
+    let r = |i: usize, len: u64| (a[i], a[i].saturating_add(len));
+    let inst = &cmd.inst;
+    let (elems, cost_t, dst, srcs) = if let Some((_, n, t)) = bin_op(inst) {
+        let b = n as u64 * t.bytes();
+        (n as u64, t, r(0, b), [r(1, b), r(2, b), (0, 0)])
+    } else if let Some((op, n, t)) = un_op(inst) {
+        let b = n as u64 * t.bytes();
+        let db = if op == UnOp::IsFinite { n as u64 } else { b };
+        (n as u64, t, r(0, db), [r(1, b), (0, 0), (0, 0)])
+    } else {
+        match *inst {
+            Inst::VCmp { n, t, .. } => {
+                let b = n as u64 * t.bytes();
+                (n as u64, t, r(0, n as u64), [r(1, b), r(2, b), (0, 0)])
+            }
+            Inst::VSelect { n, t, .. } => {
+                let b = n as u64 * t.bytes();
+                (n as u64, t, r(0, b), [r(1, n as u64), r(2, b), r(3, b)])
+            }
+            Inst::VCvt { n, to, from, .. } => {
+                let ct = if to.bytes() == 8 { to } else { from };
+                (
+                    n as u64,
+                    ct,
+                    r(0, n as u64 * to.bytes()),
+                    [r(1, n as u64 * from.bytes()), (0, 0), (0, 0)],
+                )
+            }
+            Inst::VSplat { n, t, .. } | Inst::VIota { n, t, .. } => {
+                (n as u64, t, r(0, n as u64 * t.bytes()), [(0, 0); 3])
+            }
+            Inst::VBcast { n, rows, t, .. } => {
+                let e = n as u64 * rows as u64;
+                (
+                    e,
+                    t,
+                    r(0, e * t.bytes()),
+                    [r(1, n as u64 * t.bytes()), (0, 0), (0, 0)],
+                )
+            }
+            Inst::VTranspose { rows, cols, t, .. } => {
+                let e = rows as u64 * cols as u64;
+                (
+                    e,
+                    t,
+                    r(0, e * t.bytes()),
+                    [r(1, e * t.bytes()), (0, 0), (0, 0)],
+                )
+            }
+            Inst::VReduce { rows, cols, t, .. } => {
+                let e = rows as u64 * cols as u64;
+                (
+                    e,
+                    t,
+                    r(0, rows as u64 * t.bytes()),
+                    [r(1, e * t.bytes()), (0, 0), (0, 0)],
+                )
+            }
+            Inst::VGather { n, t, .. } => (
+                n as u64,
+                t,
+                r(0, n as u64 * t.bytes()),
+                [(0, vmem_cap), r(2, n as u64 * 4), (0, 0)],
+            ),
+            _ => unreachable!("not a VPU instruction"),
+        }
+    };
+    let mut bytes = dst.1 - dst.0;
+    for (i, s) in srcs.iter().enumerate() {
+        bytes += if matches!(inst, Inst::VGather { .. }) && i == 0 {
+            elems * cost_t.bytes()
+        } else {
+            s.1 - s.0
+        };
+    }
+    let float_arith = cost_t.is_float()
+        && (bin_op(inst).is_some()
+            || matches!(un_op(inst), Some((op, _, _)) if op != UnOp::Mov)
+            || matches!(inst, Inst::VReduce { .. }));
+    Shape {
+        elems,
+        cost_t,
+        dst,
+        srcs,
+        bytes,
+        flops: if float_arith { elems } else { 0 },
+    }
+}
+
+fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.1 && b.0 < a.1 && a.0 < a.1 && b.0 < b.1
+}
+
+impl Chip {
+    pub(crate) fn start_vpu(
+        &mut self,
+        env: &mut Env<'_>,
+        now: Cycle,
+        c: usize,
+        cmd: &Cmd,
+    ) -> Result<Started, SimError> {
+        let p = env.p;
+        let sh = shape(cmd, p.vmem_bytes);
+        let (class, pipe) = p.vpu_class(cmd.inst.timing()).expect("VPU timing class");
+        let (b_elems, lat) = p.vpu_cost(class, sh.cost_t, sh.elems);
+        let busy = if sh.elems == 0 {
+            0
+        } else {
+            b_elems.max(sh.bytes.div_ceil(p.vmem_bpc))
+        };
+        let v = &mut self.cores[c].vpu;
+        v.writes.retain(|w| w.done > now);
+        let mut start = now.max(v.last_start).max(v.pipe_free[pipe as usize]);
+        for w in &v.writes {
+            let range = (w.lo, w.hi);
+            if overlaps(range, sh.dst) || sh.srcs.iter().any(|&s| overlaps(range, s)) {
+                start = start.max(w.done);
+            }
+        }
+        let done = if busy == 0 {
+            start
+        } else {
+            start + (busy - 1 + lat.max(1))
+        };
+        v.last_start = start;
+        v.pipe_free[pipe as usize] = start + busy;
+        if busy > 0 {
+            v.writes.push(VpuWrite {
+                lo: sh.dst.0,
+                hi: sh.dst.1,
+                done,
+            });
+        }
+        env.stats.add(v.elems, sh.elems);
+        env.stats.add(v.flops, sh.flops);
+        if env.functional {
+            self.exec_vpu(c, cmd)
+                .map_err(|m| self.cmd_err(env, c, cmd, m))?;
+        } else {
+            // timing only: still check the addresses
+            let vm = &self.cores[c].vmem;
+            for r in std::iter::once(sh.dst).chain(sh.srcs) {
+                if r.1 > r.0 {
+                    vm.check(r.0, r.1 - r.0)
+                        .map_err(|e| self.cmd_err(env, c, cmd, e.to_string()))?;
+                }
+            }
+        }
+        Ok(Started {
+            start,
+            busy_end: done.max(start + busy),
+            done: Some(done),
+            front_free: start,
+        })
+    }
+
+    /// Executes a VPU instruction on VMEM (functional mode).
+    fn exec_vpu(&mut self, c: usize, cmd: &Cmd) -> Result<(), String> {
+        let vm = &mut self.cores[c].vmem;
+        let a = cmd.a;
+        let rd = |vm: &crate::memory::Memory, addr: u64, len: u64| {
+            vm.read_vec(addr, len).map_err(|e| e.to_string())
+        };
+        let inst = &cmd.inst;
+        let out: Vec<u8>;
+        if let Some((op, n, t)) = bin_op(inst) {
+            let (n, s) = (n as usize, t.bytes());
+            let x = rd(vm, a[1], n as u64 * s)?;
+            let y = rd(vm, a[2], n as u64 * s)?;
+            let mut o = vec![0u8; x.len()];
+            for i in 0..n {
+                let r = binary(op, t, read(t, &x, i), read(t, &y, i)).map_err(|e| e.to_string())?;
+                write(t, &mut o, i, r);
+            }
+            out = o;
+        } else if let Some((op, n, t)) = un_op(inst) {
+            let n = n as usize;
+            let x = rd(vm, a[1], n as u64 * t.bytes())?;
+            let dt = if op == UnOp::IsFinite { DType::Pred } else { t };
+            let mut o = vec![0u8; n * dt.bytes() as usize];
+            for i in 0..n {
+                let r = unary(op, t, read(t, &x, i)).map_err(|e| e.to_string())?;
+                write(dt, &mut o, i, r);
+            }
+            out = o;
+        } else {
+            match *inst {
+                Inst::VCmp { n, t, cmp, .. } => {
+                    let n = n as usize;
+                    let x = rd(vm, a[1], n as u64 * t.bytes())?;
+                    let y = rd(vm, a[2], n as u64 * t.bytes())?;
+                    out = (0..n)
+                        .map(|i| compare(cmp, t, read(t, &x, i), read(t, &y, i)) as u8)
+                        .collect();
+                }
+                Inst::VSelect { n, t, .. } => {
+                    let n = n as usize;
+                    let pr = rd(vm, a[1], n as u64)?;
+                    let x = rd(vm, a[2], n as u64 * t.bytes())?;
+                    let y = rd(vm, a[3], n as u64 * t.bytes())?;
+                    let s = t.bytes() as usize;
+                    let mut o = y.clone();
+                    for i in 0..n {
+                        if pr[i] != 0 {
+                            o[i * s..(i + 1) * s].copy_from_slice(&x[i * s..(i + 1) * s]);
+                        }
+                    }
+                    out = o;
+                }
+                Inst::VCvt { n, to, from, .. } => {
+                    let n = n as usize;
+                    let x = rd(vm, a[1], n as u64 * from.bytes())?;
+                    let mut o = vec![0u8; n * to.bytes() as usize];
+                    for i in 0..n {
+                        write(to, &mut o, i, elem::convert(to, from, read(from, &x, i)));
+                    }
+                    out = o;
+                }
+                Inst::VSplat { n, t, .. } => {
+                    let s = t.bytes() as usize;
+                    let v = a[1].to_le_bytes();
+                    out = (0..n as usize)
+                        .flat_map(|_| v[..s].iter().copied())
+                        .collect();
+                }
+                Inst::VIota {
+                    n, div, modulo, t, ..
+                } => {
+                    if div == 0 || modulo == 0 {
+                        return Err("vpu.iota needs div >= 1 and modulo >= 1".into());
+                    }
+                    let mut o = vec![0u8; n as usize * t.bytes() as usize];
+                    for i in 0..n as usize {
+                        write(
+                            t,
+                            &mut o,
+                            i,
+                            from_index(t, (i as u64 / div as u64) % modulo as u64),
+                        );
+                    }
+                    out = o;
+                }
+                Inst::VBcast { n, rows, t, .. } => {
+                    let row = rd(vm, a[1], n as u64 * t.bytes())?;
+                    out = (0..rows).flat_map(|_| row.iter().copied()).collect();
+                }
+                Inst::VTranspose { rows, cols, t, .. } => {
+                    let (rows, cols, s) = (rows as usize, cols as usize, t.bytes() as usize);
+                    let x = rd(vm, a[1], (rows * cols * s) as u64)?;
+                    let mut o = vec![0u8; x.len()];
+                    for i in 0..rows {
+                        for j in 0..cols {
+                            let (d, sidx) = (j * rows + i, i * cols + j);
+                            o[d * s..(d + 1) * s].copy_from_slice(&x[sidx * s..(sidx + 1) * s]);
+                        }
+                    }
+                    out = o;
+                }
+                Inst::VReduce {
+                    rows, cols, t, op, ..
+                } => {
+                    if cols == 0 {
+                        return Err("vpu.reduce needs cols >= 1".into());
+                    }
+                    let (rows, cols) = (rows as usize, cols as usize);
+                    let x = rd(vm, a[1], (rows * cols) as u64 * t.bytes())?;
+                    let mut o = vec![0u8; rows * t.bytes() as usize];
+                    for r in 0..rows {
+                        let mut acc = read(t, &x, r * cols);
+                        for j in 1..cols {
+                            acc = reduce_step(op, t, acc, read(t, &x, r * cols + j))
+                                .map_err(|e| e.to_string())?;
+                        }
+                        write(t, &mut o, r, acc);
+                    }
+                    out = o;
+                }
+                Inst::VGather { n, t, .. } => {
+                    let n = n as usize;
+                    let s = t.bytes();
+                    let idx = rd(vm, a[2], n as u64 * 4)?;
+                    let mut o = Vec::with_capacity(n * s as usize);
+                    for i in 0..n {
+                        let k =
+                            u32::from_le_bytes(idx[i * 4..i * 4 + 4].try_into().unwrap()) as u64;
+                        let addr = a[1].checked_add(k * s).ok_or("gather address overflow")?;
+                        o.extend(rd(vm, addr, s)?);
+                    }
+                    out = o;
+                }
+                _ => unreachable!("not a VPU instruction"),
+            }
+        }
+        vm.write(a[0], &out).map_err(|e| e.to_string())
+    }
+}
