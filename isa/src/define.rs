@@ -1,0 +1,251 @@
+//! The `define_isa!` macro: expands the instruction table (src/table.rs) into the [`Inst`] enum,
+//! [`Opcode`], the static [`TABLE`] of [`InstInfo`], the encoder, decoder, operand printer and
+//! operand parser. Nothing about an instruction is written anywhere but in its table row.
+//!
+//! Row syntax:
+//! ```text
+//! /// doc (markdown; the semantics, precise enough to implement a simulator)
+//! Name = OPCODE, "mnemonic", Unit, TimingClass, TypeClass,
+//!     (positional: Type = BITS, ...) { keyword: Type = BITS, ... };
+//! ```
+//! Positional operands print in order (`s1, [s2+4]`), keyword operands as `name=value`.
+//! Fields are packed in that order from bit 8 upward. Duplicate opcodes or mnemonics fail to
+//! compile (`deny(unreachable_patterns)`), and so does a row wider than 128 bits.
+
+/// See the module docs.
+macro_rules! define_isa {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident = $code:literal, $mnem:literal, $unit:ident, $timing:ident, $tc:ident,
+        ( $($pf:ident : $pty:ty = $pbits:literal),* $(,)? )
+        { $($kf:ident : $kty:ty = $kbits:literal),* $(,)? } ;
+    )*) => {
+        /// One instruction, with its operands (see docs/isa.md for the semantics).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Inst {
+            $(
+                $(#[doc = $doc])*
+                $name { $($pf: $pty,)* $($kf: $kty,)* },
+            )*
+        }
+
+        /// The opcode of each instruction (its value is the encoded opcode byte).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        pub enum Opcode {
+            $(
+                #[doc = concat!("`", $mnem, "`")]
+                $name = $code,
+            )*
+        }
+
+        /// Row index of each opcode in [`TABLE`] (declaration order).
+        #[allow(non_camel_case_types, dead_code)]
+        enum Row { $($name,)* }
+
+        $(
+            const _: () = assert!(
+                $crate::word::OPCODE_BITS $(+ $pbits)* $(+ $kbits)* <= $crate::word::WORD_BITS,
+                concat!("instruction `", $mnem, "` is wider than 128 bits")
+            );
+        )*
+
+        /// The instruction table: one row per instruction, in declaration order.
+        pub static TABLE: &[InstInfo] = &[
+            $(
+                InstInfo {
+                    opcode: Opcode::$name,
+                    name: stringify!($name),
+                    mnemonic: $mnem,
+                    unit: Unit::$unit,
+                    timing: TimingClass::$timing,
+                    types: TypeClass::$tc,
+                    doc: concat!($($doc, "\n",)*),
+                    fields: &[
+                        $(FieldInfo {
+                            name: stringify!($pf),
+                            kind: <$pty as Operand>::KIND,
+                            bits: $pbits,
+                            keyword: false,
+                            optional: false,
+                        },)*
+                        $(FieldInfo {
+                            name: stringify!($kf),
+                            kind: <$kty as Operand>::KIND,
+                            bits: $kbits,
+                            keyword: true,
+                            optional: <$kty as Operand>::OPTIONAL,
+                        },)*
+                    ],
+                },
+            )*
+        ];
+
+        impl Opcode {
+            /// Every opcode, in table order.
+            pub const ALL: &'static [Opcode] = &[$(Opcode::$name,)*];
+
+            /// The opcode with encoded byte `code`.
+            #[deny(unreachable_patterns)]
+            pub fn from_code(code: u8) -> Option<Opcode> {
+                match code {
+                    $($code => Some(Opcode::$name),)*
+                    _ => None,
+                }
+            }
+
+            /// The opcode with assembly mnemonic `m`.
+            #[deny(unreachable_patterns)]
+            pub fn from_mnemonic(m: &str) -> Option<Opcode> {
+                match m {
+                    $($mnem => Some(Opcode::$name),)*
+                    _ => None,
+                }
+            }
+
+            /// This opcode's table row.
+            pub fn info(self) -> &'static InstInfo {
+                match self {
+                    $(Opcode::$name => &TABLE[Row::$name as usize],)*
+                }
+            }
+
+            /// Assembly mnemonic.
+            pub fn mnemonic(self) -> &'static str {
+                match self { $(Opcode::$name => $mnem,)* }
+            }
+
+            /// Unit that executes it.
+            pub fn unit(self) -> Unit {
+                match self { $(Opcode::$name => Unit::$unit,)* }
+            }
+
+            /// Timing class.
+            pub fn timing(self) -> TimingClass {
+                match self { $(Opcode::$name => TimingClass::$timing,)* }
+            }
+        }
+
+        impl Inst {
+            /// The opcode.
+            pub fn opcode(&self) -> Opcode {
+                match self { $(Inst::$name { .. } => Opcode::$name,)* }
+            }
+
+            /// Encodes into one 128-bit word; fails if an operand does not fit its field.
+            pub fn encode(&self) -> Result<$crate::word::Word, $crate::word::EncodeError> {
+                #[allow(unused_mut)]
+                let mut w = $crate::word::Writer::new(self.opcode() as u8, self.opcode().mnemonic());
+                match *self {
+                    $(
+                        Inst::$name { $($pf,)* $($kf,)* } => {
+                            $(w.put(stringify!($pf), $pf, $pbits)?;)*
+                            $(w.put(stringify!($kf), $kf, $kbits)?;)*
+                        }
+                    )*
+                }
+                Ok(w.finish())
+            }
+
+            /// Decodes one word; rejects unknown opcodes, invalid fields and non-zero reserved bits.
+            pub fn decode(word: $crate::word::Word) -> Result<Inst, $crate::word::DecodeError> {
+                let mut r = $crate::word::Reader::new(word);
+                let code = r.opcode();
+                let op = Opcode::from_code(code).ok_or($crate::word::DecodeError::UnknownOpcode(code))?;
+                r.mnemonic = op.mnemonic();
+                let inst = match op {
+                    $(
+                        Opcode::$name => Inst::$name {
+                            $($pf: r.get(stringify!($pf), $pbits)?,)*
+                            $($kf: r.get(stringify!($kf), $kbits)?,)*
+                        },
+                    )*
+                };
+                r.finish()?;
+                Ok(inst)
+            }
+
+            /// Assembly text of the operands (without the mnemonic): positional operands, then
+            /// `name=value` for keyword operands that are not at their default.
+            pub fn fmt_operands(&self, ctx: &FmtCtx) -> String {
+                #[allow(unused_mut)]
+                let mut parts: Vec<String> = Vec::new();
+                match self {
+                    $(
+                        Inst::$name { $($pf,)* $($kf,)* } => {
+                            $(parts.push(Operand::fmt_asm($pf, ctx));)*
+                            $(
+                                if <$kty as Operand>::default_value().as_ref() != Some($kf) {
+                                    parts.push(format!("{}={}", stringify!($kf), Operand::fmt_asm($kf, ctx)));
+                                }
+                            )*
+                        }
+                    )*
+                }
+                parts.join(", ")
+            }
+
+            /// Builds an instruction from its operand tokens (see [`crate::asm`]).
+            pub(crate) fn from_tokens(
+                op: Opcode,
+                toks: &mut $crate::asm::OperandTokens<'_>,
+                ctx: &ParseCtx,
+            ) -> Result<Inst, $crate::asm::TokError> {
+                match op {
+                    $(
+                        Opcode::$name => {
+                            $(let $pf: $pty = toks.positional(stringify!($pf), ctx)?;)*
+                            toks.no_more_positional()?;
+                            $(let $kf: $kty = toks.keyword(stringify!($kf), ctx)?;)*
+                            toks.no_more_keywords()?;
+                            Ok(Inst::$name { $($pf,)* $($kf,)* })
+                        }
+                    )*
+                }
+            }
+
+            /// Checks element types against the instruction's [`TypeClass`].
+            pub fn check_types(&self) -> Result<(), String> {
+                #[allow(unused_variables)]
+                match self {
+                    $(
+                        Inst::$name { $($pf,)* $($kf,)* } => {
+                            $(check_dtype($mnem, stringify!($pf), Operand::as_dtype($pf), TypeClass::$tc)?;)*
+                            $(check_dtype($mnem, stringify!($kf), Operand::as_dtype($kf), TypeClass::$tc)?;)*
+                            Ok(())
+                        }
+                    )*
+                }
+            }
+
+            /// Calls `f` on every branch target operand.
+            pub fn for_each_target(&mut self, f: &mut dyn FnMut(&mut Target)) {
+                #[allow(unused_variables)]
+                match self {
+                    $(
+                        Inst::$name { $($pf,)* $($kf,)* } => {
+                            $(Operand::visit_target($pf, f);)*
+                            $(Operand::visit_target($kf, f);)*
+                        }
+                    )*
+                }
+            }
+        }
+
+        /// Random instructions (every opcode, every operand in range, element types valid).
+        #[cfg(any(test, feature = "arbitrary"))]
+        pub fn arbitrary_inst() -> proptest::strategy::BoxedStrategy<Inst> {
+            use proptest::prelude::*;
+            let rows: Vec<proptest::strategy::BoxedStrategy<Inst>> = vec![
+                $(
+                    {
+                        let s = (Just(()), $(<$pty as Operand>::strategy($pbits, TypeClass::$tc),)* $(<$kty as Operand>::strategy($kbits, TypeClass::$tc),)*);
+                        #[allow(unused_parens, non_snake_case)]
+                        s.prop_map(|((), $($pf,)* $($kf,)*)| Inst::$name { $($pf,)* $($kf,)* }).boxed()
+                    },
+                )*
+            ];
+            proptest::strategy::Union::new(rows).boxed()
+        }
+    };
+}

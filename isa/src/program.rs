@@ -1,0 +1,302 @@
+//! [`Program`]: code plus everything a simulator needs to run it and a person to read it —
+//! initial memory contents, DMA descriptors, a memory map and a symbol table mapping
+//! instruction ranges back to HLO instruction names.
+//!
+//! Invariant: a program produced by the assembler or the binary reader has passed
+//! [`Program::validate`]; a valid program round-trips through text and binary unchanged.
+
+use crate::operand::{Space, Target};
+use crate::table::Inst;
+use thiserror::Error;
+
+/// Up to this many outer dimensions per DMA descriptor.
+pub const MAX_DMA_DIMS: usize = 3;
+
+/// A program for one core.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Program {
+    /// Instructions; execution starts at index 0.
+    pub code: Vec<Inst>,
+    /// Initial memory contents, written in order before execution starts.
+    pub data: Vec<DataSegment>,
+    /// DMA descriptors, referenced by index from `dma.copy`.
+    pub dma: Vec<DmaDesc>,
+    /// Named memory regions (buffers the compiler allocated), informational.
+    pub regions: Vec<Region>,
+    /// Instruction ranges and the HLO instruction each came from: sorted, non-overlapping.
+    pub symbols: Vec<SymbolRange>,
+}
+
+/// Bytes placed in memory before the program starts (constants, weights).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataSegment {
+    /// Memory space.
+    pub space: Space,
+    /// First byte address.
+    pub addr: u64,
+    /// Contents.
+    pub bytes: Vec<u8>,
+}
+
+/// A strided DMA transfer shape: `len` contiguous bytes per chunk, repeated over up to three
+/// outer dimensions (innermost first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DmaDesc {
+    /// Bytes per contiguous chunk (>= 1).
+    pub len: u32,
+    /// Outer dimensions, innermost first (at most [`MAX_DMA_DIMS`]).
+    pub dims: Vec<DmaDim>,
+}
+
+/// One outer dimension of a [`DmaDesc`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DmaDim {
+    /// Iterations (>= 1).
+    pub count: u32,
+    /// Byte step of the source address per iteration.
+    pub src_stride: i64,
+    /// Byte step of the destination address per iteration.
+    pub dst_stride: i64,
+}
+
+impl DmaDesc {
+    /// Total bytes moved: `len · Π count`.
+    pub fn total_bytes(&self) -> u64 {
+        self.dims
+            .iter()
+            .fold(self.len as u64, |acc, d| acc.saturating_mul(d.count as u64))
+    }
+    /// Number of chunks: `Π count`.
+    pub fn chunks(&self) -> u64 {
+        self.dims.iter().map(|d| d.count as u64).product()
+    }
+    /// `(src_offset, dst_offset)` of every chunk, in execution order (innermost fastest).
+    pub fn chunk_offsets(&self) -> Vec<(i64, i64)> {
+        let mut out = vec![(0i64, 0i64)];
+        for d in &self.dims {
+            let mut next = Vec::with_capacity(out.len() * d.count as usize);
+            for i in 0..d.count as i64 {
+                for &(s, t) in &out {
+                    next.push((s + i * d.src_stride, t + i * d.dst_stride));
+                }
+            }
+            out = next;
+        }
+        out
+    }
+}
+
+/// A named buffer in HBM or VMEM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// Name (unique in the program).
+    pub name: String,
+    /// Memory space.
+    pub space: Space,
+    /// First byte address.
+    pub addr: u64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// Instructions `start..end` were emitted for HLO instruction `hlo`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolRange {
+    /// First instruction index.
+    pub start: u32,
+    /// One past the last instruction index.
+    pub end: u32,
+    /// HLO instruction name.
+    pub hlo: String,
+}
+
+/// An invalid program, or a binary file that is no program.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ProgramError {
+    /// Violations of the program's invariants.
+    #[error("invalid program:\n  - {}", .0.join("\n  - "))]
+    Invalid(Vec<String>),
+    /// A malformed binary file.
+    #[error("bad program file at byte {offset}: {msg}")]
+    Format { offset: usize, msg: String },
+}
+
+impl Program {
+    /// Checks: operands fit their fields, element types suit their instructions, branch targets
+    /// and descriptor indices are in range, descriptors, regions and symbols are well-formed.
+    pub fn validate(&self) -> Result<(), ProgramError> {
+        let mut e = Vec::new();
+        let n = self.code.len() as u32;
+        for (pc, inst) in self.code.iter().enumerate() {
+            if let Err(err) = inst.encode() {
+                e.push(format!("instruction {pc}: {err}"));
+            }
+            if let Err(err) = inst.check_types() {
+                e.push(format!("instruction {pc}: {err}"));
+            }
+            let mut i = *inst;
+            i.for_each_target(&mut |t: &mut Target| {
+                if t.0 >= n {
+                    e.push(format!(
+                        "instruction {pc}: branch target {} is past the end ({n} instructions)",
+                        t.0
+                    ));
+                }
+            });
+            if let Inst::DmaCopy { desc, .. } = inst {
+                if *desc as usize >= self.dma.len() {
+                    e.push(format!(
+                        "instruction {pc}: DMA descriptor {desc} does not exist ({} descriptors)",
+                        self.dma.len()
+                    ));
+                }
+            }
+        }
+        for (i, d) in self.dma.iter().enumerate() {
+            if d.len == 0 {
+                e.push(format!("DMA descriptor {i}: len must be >= 1"));
+            }
+            if d.dims.len() > MAX_DMA_DIMS {
+                e.push(format!(
+                    "DMA descriptor {i}: {} dimensions, at most {MAX_DMA_DIMS}",
+                    d.dims.len()
+                ));
+            }
+            if d.dims.iter().any(|x| x.count == 0) {
+                e.push(format!("DMA descriptor {i}: every count must be >= 1"));
+            }
+        }
+        let mut names: Vec<&str> = self.regions.iter().map(|r| r.name.as_str()).collect();
+        names.sort_unstable();
+        for w in names.windows(2) {
+            if w[0] == w[1] {
+                e.push(format!("region `{}` is defined twice", w[0]));
+            }
+        }
+        for r in &self.regions {
+            if r.name.is_empty() {
+                e.push("a region has an empty name".into());
+            }
+            if r.addr.checked_add(r.size).is_none() {
+                e.push(format!("region `{}` overflows the address space", r.name));
+            }
+        }
+        let mut prev_end = 0;
+        for s in &self.symbols {
+            if s.start >= s.end || s.end > n {
+                e.push(format!(
+                    "symbol `{}`: range {}..{} is empty or past the end ({n} instructions)",
+                    s.hlo, s.start, s.end
+                ));
+            }
+            if s.start < prev_end {
+                e.push(format!(
+                    "symbol `{}`: range {}..{} overlaps or precedes the previous one",
+                    s.hlo, s.start, s.end
+                ));
+            }
+            if s.hlo.is_empty() {
+                e.push(format!(
+                    "symbol at {}..{} has an empty name",
+                    s.start, s.end
+                ));
+            }
+            prev_end = s.end;
+        }
+        if e.is_empty() {
+            Ok(())
+        } else {
+            Err(ProgramError::Invalid(e))
+        }
+    }
+
+    /// The HLO instruction instruction `pc` was emitted for, if recorded.
+    pub fn symbol_at(&self, pc: u32) -> Option<&str> {
+        let i = self.symbols.partition_point(|s| s.end <= pc);
+        self.symbols
+            .get(i)
+            .filter(|s| s.start <= pc)
+            .map(|s| s.hlo.as_str())
+    }
+
+    /// The region named `name`.
+    pub fn region(&self, name: &str) -> Option<&Region> {
+        self.regions.iter().find(|r| r.name == name)
+    }
+}
+
+/// Random valid programs (for round-trip property tests).
+#[cfg(any(test, feature = "arbitrary"))]
+pub fn arbitrary_program() -> proptest::strategy::BoxedStrategy<Program> {
+    use proptest::prelude::*;
+    let name = "[a-z%][a-z0-9._ \"\\\\-]{0,10}";
+    let space = prop_oneof![Just(Space::Hbm), Just(Space::Vmem)];
+    let dim = (1u32..100, any::<i32>(), any::<i32>()).prop_map(|(count, s, d)| DmaDim {
+        count,
+        src_stride: s as i64,
+        dst_stride: d as i64,
+    });
+    let desc = (
+        1u32..100_000,
+        proptest::collection::vec(dim, 0..=MAX_DMA_DIMS),
+    )
+        .prop_map(|(len, dims)| DmaDesc { len, dims });
+    let seg = (
+        space.clone(),
+        any::<u32>(),
+        proptest::collection::vec(any::<u8>(), 0..40),
+    )
+        .prop_map(|(space, addr, bytes)| DataSegment {
+            space,
+            addr: addr as u64,
+            bytes,
+        });
+    let region = (name, space, any::<u32>(), any::<u32>()).prop_map(|(name, space, a, s)| Region {
+        name,
+        space,
+        addr: a as u64,
+        size: s as u64,
+    });
+    (
+        proptest::collection::vec(crate::table::arbitrary_inst(), 1..40),
+        proptest::collection::vec(desc, 1..4),
+        proptest::collection::vec(seg, 0..3),
+        proptest::collection::vec(region, 0..4),
+        proptest::collection::vec((any::<u32>(), any::<u32>(), name), 0..6),
+    )
+        .prop_map(|(mut code, dma, data, mut regions, syms)| {
+            let n = code.len() as u32;
+            for inst in code.iter_mut() {
+                inst.for_each_target(&mut |t| t.0 %= n);
+                if let Inst::DmaCopy { desc, .. } = inst {
+                    *desc %= dma.len() as u32;
+                }
+            }
+            regions.sort_by(|a, b| a.name.cmp(&b.name));
+            regions.dedup_by(|a, b| a.name == b.name);
+            // Symbol ranges from sorted distinct cut points.
+            let mut cuts: Vec<u32> = syms
+                .iter()
+                .flat_map(|(a, b, _)| [a % (n + 1), b % (n + 1)])
+                .collect();
+            cuts.sort_unstable();
+            cuts.dedup();
+            let symbols = cuts
+                .chunks_exact(2)
+                .zip(syms.iter())
+                .map(|(c, (_, _, name))| SymbolRange {
+                    start: c[0],
+                    end: c[1],
+                    hlo: name.clone(),
+                })
+                .collect();
+            Program {
+                code,
+                data,
+                dma,
+                regions,
+                symbols,
+            }
+        })
+        .boxed()
+}

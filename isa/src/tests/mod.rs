@@ -1,0 +1,5 @@
+//! Tests of the isa crate: property round trips, assembler errors, docs staleness, binary format.
+
+mod asm_tests;
+mod docs_tests;
+mod props;

@@ -1,0 +1,80 @@
+//! Property tests: `decode(encode(i)) == i` and `asm(disasm(p)) == p`, binary round trip.
+
+use crate::arbitrary::{arbitrary_inst, arbitrary_program};
+use crate::asm::assemble;
+use crate::disasm::{disasm, disasm_with, DisasmOptions};
+use crate::{Inst, Program, Word};
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn decode_encode_round_trip(i in arbitrary_inst()) {
+        let w = i.encode().expect("arbitrary instructions fit their fields");
+        prop_assert_eq!(Inst::decode(w), Ok(i));
+        prop_assert_eq!(Word::from_bytes(w.to_bytes()), w);
+    }
+
+    #[test]
+    fn inst_text_round_trip(i in arbitrary_inst()) {
+        let p = Program { code: vec![i], dma: vec![crate::DmaDesc { len: 1, dims: vec![] }; 1 << 16], ..Program::default() };
+        // Targets may point past the end in a lone instruction: print them as @N.
+        let text = format!("{}\n", i);
+        let mut q = p.clone();
+        if let Ok(parsed) = assemble(&format!("{}{}", dma_lines(&p), text)) {
+            q.code = parsed.code.clone();
+            prop_assert_eq!(q.code[0], i);
+        } else {
+            // Only an out-of-range target or descriptor may fail to assemble alone.
+            let mut t = i;
+            let mut has_target = false;
+            t.for_each_target(&mut |_| has_target = true);
+            prop_assert!(has_target, "`{}` failed to assemble: {:?}", text, assemble(&text).unwrap_err());
+        }
+    }
+}
+
+fn dma_lines(p: &Program) -> String {
+    // Only as many as needed for the first instruction's descriptor index.
+    let need = match p.code[0] {
+        Inst::DmaCopy { desc, .. } => desc as usize + 1,
+        _ => 0,
+    };
+    (0..need).map(|i| format!(".dma {i} len=1\n")).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn asm_disasm_round_trip(p in arbitrary_program()) {
+        p.validate().expect("arbitrary programs are valid");
+        let text = disasm(&p);
+        let back = assemble(&text).map_err(|e| TestCaseError::fail(format!("{}\n{text}", e.render("gen.s"))))?;
+        prop_assert_eq!(&back, &p);
+        let annotated = disasm_with(&p, DisasmOptions { pcs: true, words: true });
+        prop_assert_eq!(assemble(&annotated).unwrap(), p);
+    }
+
+    #[test]
+    fn binary_round_trip(p in arbitrary_program()) {
+        let bytes = p.to_bytes().unwrap();
+        prop_assert_eq!(Program::from_bytes(&bytes).unwrap(), p);
+    }
+
+    #[test]
+    fn truncated_binary_is_an_error_not_a_panic(p in arbitrary_program(), cut in any::<prop::sample::Index>()) {
+        let bytes = p.to_bytes().unwrap();
+        let n = cut.index(bytes.len());
+        prop_assert!(Program::from_bytes(&bytes[..n]).is_err());
+    }
+
+    #[test]
+    fn random_words_decode_or_error(lo in any::<u64>(), hi in any::<u64>(), op in any::<u8>()) {
+        let w = Word(((hi as u128) << 64 | lo as u128) & !0xff | op as u128);
+        if let Ok(i) = Inst::decode(w) {
+            prop_assert_eq!(i.encode().unwrap(), w);
+        }
+    }
+}
