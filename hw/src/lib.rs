@@ -14,6 +14,8 @@ pub mod numerics;
 pub mod ops;
 pub mod params;
 pub mod pe;
+pub mod synth;
+pub mod tb;
 pub mod tools;
 
 pub use params::{Mode, MxuParams};

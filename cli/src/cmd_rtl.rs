@@ -1,0 +1,187 @@
+//! `systole rtl gen|sim|synth`: the MXU's RTL generated from an `ArchConfig` (see `docs/rtl.md`).
+
+use crate::{Outcome, UserError};
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use hw::{HwError, MxuParams};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct RtlArgs {
+    #[command(subcommand)]
+    cmd: RtlCommand,
+}
+
+#[derive(Subcommand)]
+enum RtlCommand {
+    /// Emit the MXU's Verilog (top module `mxu`).
+    Gen(GenArgs),
+    /// Co-simulate the RTL (Verilator) against the simulator's MXU model.
+    Sim(SimArgs),
+    /// Synthesize with Yosys and report resources; simulate the netlist.
+    Synth(SynthArgs),
+}
+
+#[derive(Args)]
+struct ArchArgs {
+    /// Preset name or JSON file.
+    #[arg(long)]
+    arch: String,
+    /// Override a config field, e.g. `--set mxu.rows=16` (repeatable).
+    #[arg(long = "set", value_name = "K=V")]
+    set: Vec<String>,
+}
+
+#[derive(Args)]
+struct GenArgs {
+    #[command(flatten)]
+    arch: ArchArgs,
+    /// Output file.
+    #[arg(short = 'o', long)]
+    output: PathBuf,
+    /// Also run `verilator --lint-only -Wall` on the result.
+    #[arg(long)]
+    lint: bool,
+}
+
+#[derive(Args)]
+struct SimArgs {
+    #[command(flatten)]
+    arch: ArchArgs,
+    /// Random op sequences to run (each from power-on).
+    #[arg(long, default_value_t = 50)]
+    trials: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write a VCD of the first trial.
+    #[arg(long)]
+    vcd: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct SynthArgs {
+    #[command(flatten)]
+    arch: ArchArgs,
+    /// FPGA family.
+    #[arg(long, value_parser = ["xilinx", "ice40"])]
+    target: String,
+    /// Random sequences the synthesized netlist is simulated with (0 skips it).
+    #[arg(long, default_value_t = 3)]
+    netlist_trials: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn params(a: &ArchArgs) -> Result<MxuParams> {
+    let cfg = arch::ArchConfig::resolve(&a.arch, &a.set)
+        .map_err(|e| anyhow::Error::new(UserError(e.to_string())))?;
+    MxuParams::from_arch(&cfg).map_err(user)
+}
+
+fn user(e: HwError) -> anyhow::Error {
+    match e {
+        HwError::Unsupported(_) | HwError::BadInput(_) => anyhow::Error::new(UserError(e.to_string())),
+        other => anyhow::Error::new(other),
+    }
+}
+
+pub fn run(a: RtlArgs) -> Result<Outcome> {
+    match a.cmd {
+        RtlCommand::Gen(g) => gen(g),
+        RtlCommand::Sim(s) => sim(s),
+        RtlCommand::Synth(s) => synth(s),
+    }
+}
+
+fn gen(g: GenArgs) -> Result<Outcome> {
+    let p = params(&g.arch)?;
+    let v = hw::emit::verilog(&p).map_err(user)?;
+    std::fs::write(&g.output, &v)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", g.output.display()))?;
+    println!(
+        "wrote {} ({} lines): {}x{} {} MXU, {} accumulator rows, top module `mxu`",
+        g.output.display(),
+        v.lines().count(),
+        p.rows,
+        p.cols,
+        p.mode.name(),
+        p.acc_rows
+    );
+    if g.lint {
+        hw::tools::lint(&g.output).map_err(user)?;
+        println!("verilator --lint-only -Wall: clean (waived: {})", hw::tools::LINT_WAIVERS.join(" "));
+    }
+    Ok(Outcome::Ok)
+}
+
+fn sim(s: SimArgs) -> Result<Outcome> {
+    let p = params(&s.arch)?;
+    if s.trials == 0 {
+        return Err(anyhow::Error::new(UserError("--trials must be at least 1".into())));
+    }
+    let model = hw::flow::VerilatorModel::build(&p).map_err(user)?;
+    println!(
+        "model: {} ({}, {:.1} s)",
+        p.tag(),
+        if model.cached { "cached" } else { "built" },
+        model.build_time.as_secs_f64()
+    );
+    let rep = hw::flow::cosim_random(&p, &model, s.trials, s.seed, s.vcd.as_deref()).map_err(user)?;
+    println!(
+        "trials: {}  operations: {}  result rows: {}  cycles: {}  mismatches: {}",
+        rep.trials, rep.ops, rep.result_rows, rep.cycles, rep.mismatches
+    );
+    println!(
+        "time: rtl {:.2} s, reference {:.3} s",
+        rep.rtl_time.as_secs_f64(),
+        rep.ref_time.as_secs_f64()
+    );
+    if let Some(v) = &s.vcd {
+        println!("vcd (trial 0): {}", v.display());
+    }
+    match rep.first {
+        Some((trial, msg)) => {
+            println!("MISMATCH in trial {trial} (seed {}): {msg}", s.seed);
+            Ok(Outcome::CheckFailed)
+        }
+        None => Ok(Outcome::Ok),
+    }
+}
+
+fn synth(s: SynthArgs) -> Result<Outcome> {
+    let p = params(&s.arch)?;
+    let target = match s.target.as_str() {
+        "xilinx" => hw::synth::Target::Xilinx,
+        _ => hw::synth::Target::Ice40,
+    };
+    let rep = hw::synth::synthesize(&p, target).map_err(user)?;
+    println!(
+        "{} on {}: DSP {}  LUT {}  FF {}  BRAM {}  ({:.1} s, yosys {})",
+        p.tag(),
+        s.target,
+        rep.dsp,
+        rep.lut,
+        rep.ff,
+        rep.bram,
+        rep.seconds,
+        rep.yosys
+    );
+    println!(
+        "PEs: {}  DSP per PE: {:.2}",
+        p.rows * p.cols,
+        rep.dsp as f64 / (p.rows * p.cols) as f64
+    );
+    if s.netlist_trials > 0 {
+        let net = hw::synth::NetlistModel::new(&p, target, &rep.netlist)?;
+        let cos = hw::flow::cosim_random(&p, &net, s.netlist_trials, s.seed, None).map_err(user)?;
+        println!(
+            "netlist simulation (iverilog): trials {}  operations {}  cycles {}  mismatches {}",
+            cos.trials, cos.ops, cos.cycles, cos.mismatches
+        );
+        if let Some((trial, msg)) = cos.first {
+            println!("NETLIST MISMATCH in trial {trial}: {msg}");
+            return Ok(Outcome::CheckFailed);
+        }
+    }
+    Ok(Outcome::Ok)
+}
