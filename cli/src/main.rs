@@ -3,9 +3,7 @@
 //! Exit codes: 0 success, 1 a check failed (mismatch, deadlock found), 2 bad input or usage.
 //! Each subcommand family lives in its own module (`cmd_*.rs`); this file only dispatches.
 
-mod cmd_arch;
 mod cmd_hlo;
-mod cmd_isa;
 mod cmd_rtl;
 
 use clap::{Parser, Subcommand};
@@ -24,12 +22,6 @@ enum Command {
     Check(cmd_hlo::CheckArgs),
     /// Print an HLO module as canonical text (parse → print round-trips).
     Fmt(cmd_hlo::FmtArgs),
-    /// Assemble ISA text into a program file: `asm PROG.s -o PROG.bin`.
-    Asm(cmd_isa::AsmArgs),
-    /// Print a program file as ISA text (assembles back to the same program).
-    Disasm(cmd_isa::DisasmArgs),
-    /// Architecture presets: `arch list`, `arch show PRESET|FILE [--set K=V ...]`.
-    Arch(cmd_arch::ArchCmd),
     /// The MXU's RTL: `rtl gen`, `rtl sim` (co-simulation), `rtl synth` (Yosys).
     Rtl(cmd_rtl::RtlArgs),
 }
@@ -65,9 +57,6 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Command::Check(a) => cmd_hlo::check(a),
         Command::Fmt(a) => cmd_hlo::fmt(a),
-        Command::Asm(a) => cmd_isa::asm(a),
-        Command::Disasm(a) => cmd_isa::disasm(a),
-        Command::Arch(a) => cmd_arch::run(a),
         Command::Rtl(a) => cmd_rtl::run(a),
     };
     match result {
