@@ -158,3 +158,213 @@ fn k_split_gemm_accumulates_in_the_mxu() {
 fn k_split_gemm_weight_port_bound() {
     k_split(4, 3);
 }
+
+/// Double buffering: tile 1's DMA starts when tile 0's weights are in (ldw0 signals) and runs
+/// while matmul 0 streams, so matmul 1 follows matmul 0 back to back.
+#[test]
+fn dma_overlaps_compute() {
+    let a = mini();
+    let d = Doc::new(&a);
+    let (r, c) = (d.r, d.c);
+    let (k, m) = (4u64, 64u64); // two K' = 4 tiles of a K = 8 GEMM
+    let mut g = Lcg(99);
+    let w: Vec<i8> = (0..2 * k * c).map(|_| g.i8()).collect(); // tile j rows j·k..
+    let x: Vec<i8> = (0..m * 2 * k).map(|_| g.i8()).collect(); // M × 8
+    let tile = |j: u64| -> Vec<u8> {
+        let mut v: Vec<u8> = w[(j * k * c) as usize..((j + 1) * k * c) as usize]
+            .iter()
+            .map(|&b| b as u8)
+            .collect();
+        for i in 0..m {
+            for kk in 0..k {
+                v.push(x[(i * 2 * k + j * k + kk) as usize] as u8);
+            }
+        }
+        v
+    };
+    let (t0, t1) = (tile(0), tile(1));
+    let bytes = t0.len() as u64;
+    let xo = k * c;
+    let asm = format!(
+        r#"
+.data hbm 0 {h0}
+.data hbm 4096 {h1}
+.dma 0 len={bytes}
+.dma 1 len={ob}
+    dma.copy vmem[s0+0], hbm[s0+0], desc=0, signal=sem0
+    mxu.ldw [s0+0], mxu=0, k={k}, n={c}, stride={c}, mode=int8, wait=sem0, signal=sem5
+    mxu.matmul [s0+{xo}], acc[s0+0], mxu=0, m={m}, k={k}, stride={k}, mode=int8, accumulate=0
+    dma.copy vmem[s0+4096], hbm[s0+4096], desc=0, wait=sem5, signal=sem1
+    mxu.ldw [s0+4096], mxu=0, k={k}, n={c}, stride={c}, mode=int8, wait=sem1
+    mxu.matmul [s0+{xo1}], acc[s0+0], mxu=0, m={m}, k={k}, stride={k}, mode=int8, accumulate=1
+    mxu.st [s0+8192], acc[s0+0], mxu=0, m={m}, n={c}, stride={st}, signal=sem2
+    dma.copy hbm[s0+16384], vmem[s0+8192], desc=1, wait=sem2
+    halt
+"#,
+        h0 = hex(&t0),
+        h1 = hex(&t1),
+        ob = 4 * m * c,
+        xo1 = 4096 + xo,
+        st = 4 * c,
+    );
+    for functional in [true, false] {
+        let (sys, cycles) = run(&asm, &a, functional, None);
+        let s0 = d.dma_alone(bytes);
+        let t0 = s0 + 1;
+        let ldw0_done = s0 + r + c - 1; // all weights written: visible R + C − 1 after the start
+        let dma1_done = ldw0_done + d.dma_alone(bytes);
+        let s1 = dma1_done.max(s0 + r).max(t0);
+        let t1 = (s1 + 1).max(t0 + m);
+        assert_eq!(
+            t1,
+            t0 + m,
+            "test design: the second DMA must hide under matmul 0"
+        );
+        let complete = t1 + m - 1 + r + c;
+        let want = complete + d.st(m, c) + d.dma_alone(4 * m * c);
+        assert_eq!(cycles, want, "functional={functional}");
+        // Without overlap (tile 1's DMA after matmul 0 completes) it would end much later.
+        let serial = (t0 + m - 1 + r + c) + d.dma_alone(bytes) + 1 + m - 1 + r + c;
+        assert!(complete + 40 < serial, "{complete} vs {serial}");
+        if functional {
+            let out = sys.hbm(0).unwrap().read_vec(16384, 4 * m * c).unwrap();
+            for i in 0..m {
+                for n in 0..c {
+                    let mut acc = 0i32;
+                    for kk in 0..2 * k {
+                        acc = acc.wrapping_add(
+                            x[(i * 2 * k + kk) as usize] as i32 * w[(kk * c + n) as usize] as i32,
+                        );
+                    }
+                    let o = ((i * c + n) * 4) as usize;
+                    assert_eq!(i32::from_le_bytes(out[o..o + 4].try_into().unwrap()), acc);
+                }
+            }
+        }
+    }
+}
+
+/// `y = a·x + b` over L chunks of 16 f32 in a sequencer loop; the VPU is the bottleneck.
+#[test]
+fn vpu_elementwise_loop() {
+    let a = mini();
+    let d = Doc::new(&a);
+    let l = 32u64;
+    let n = 16u64;
+    let mut g = Lcg(5);
+    let mut f = || (g.next() as i32 as f32) / 1e6;
+    let xs: Vec<f32> = (0..l * n).map(|_| f()).collect();
+    let as_: Vec<f32> = (0..l * n).map(|_| f()).collect();
+    let bs: Vec<f32> = (0..l * n).map(|_| f()).collect();
+    let hx = |v: &[f32]| hex(&v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
+    let asm = format!(
+        r#"
+.data vmem 0 {x}
+.data vmem 4096 {a}
+.data vmem 8192 {b}
+    s.li s1, 0
+    s.li s2, {end}
+loop:
+    vpu.mul [s0+16384], [s1+4096], [s1+0], n={n}, t=f32
+    vpu.add [s1+12288], [s0+16384], [s1+8192], n={n}, t=f32
+    s.addi s1, s1, {step}
+    blt s1, s2, loop
+    halt
+"#,
+        x = hx(&xs),
+        a = hx(&as_),
+        b = hx(&bs),
+        end = l * n * 4,
+        step = n * 4,
+    );
+    for functional in [true, false] {
+        let (sys, cycles) = run(&asm, &a, functional, None);
+        // docs/timing.md VPU: B = max(⌈n/epc⌉, ⌈bytes/vmem_bpc⌉), visible B − 1 + max(L, 1) after
+        // the start; the add reads the mul's result (RAW); the next mul waits for the add's pipe.
+        let busy = |epc: u32| (n.div_ceil(epc as u64)).max((3 * 4 * n).div_ceil(d.vmem_bpc));
+        let (bm, lm) = (
+            busy(a.vpu.mul.elems_per_cycle),
+            a.vpu.mul.latency.max(1) as u64,
+        );
+        let (ba, la) = (
+            busy(a.vpu.alu.elems_per_cycle),
+            a.vpu.alu.latency.max(1) as u64,
+        );
+        let gap = bm - 1 + lm; // mul start → add start
+        let period = gap + ba;
+        let seq_period = 4 * d.scalar + d.penalty;
+        assert!(
+            seq_period <= period,
+            "test design: the VPU must be the bottleneck"
+        );
+        let c0 = 2 * d.scalar;
+        let want = c0 + (l - 1) * period + gap + ba - 1 + la;
+        assert_eq!(cycles, want, "functional={functional}");
+        if functional {
+            let y = sys.vmem(0, 0).unwrap().read_vec(12288, l * n * 4).unwrap();
+            for i in 0..(l * n) as usize {
+                let want = as_[i] * xs[i] + bs[i];
+                let got = f32::from_le_bytes(y[i * 4..i * 4 + 4].try_into().unwrap());
+                assert_eq!(got.to_bits(), want.to_bits(), "element {i}");
+            }
+        }
+    }
+}
+
+/// A loop driven by the host: each infeed waits for its 64 bytes to arrive at the host link
+/// rate; the VPU adds a constant; the results leave through the outfeed.
+#[test]
+fn infeed_driven_loop() {
+    let a = mini();
+    let d = Doc::new(&a);
+    let l = 10u64;
+    let mut g = Lcg(3);
+    let stream: Vec<u8> = (0..l * 64).map(|_| g.next() as u8).collect();
+    let k: Vec<i32> = (0..16).map(|i| i * 1000 - 7).collect();
+    let kb: Vec<u8> = k.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let asm = format!(
+        r#"
+.data vmem 8192 {kb}
+    s.li s1, 0
+    s.li s2, {end}
+    sem.signal sem1, n=1
+loop:
+    infeed vmem[s0+0], len=64, wait=sem1, signal=sem0
+    vpu.add [s1+4096], [s0+0], [s0+8192], n=16, t=s32, wait=sem0, signal=sem1
+    s.addi s1, s1, 64
+    blt s1, s2, loop
+    fence
+    outfeed vmem[s0+4096], len={end}
+    halt
+"#,
+        kb = hex(&kb),
+        end = l * 64,
+    );
+    for functional in [true, false] {
+        let (sys, cycles) = run(&asm, &a, functional, Some(stream.clone()));
+        // docs/timing.md host link: the host pushes from cycle 0; bytes [0, e) have arrived at
+        // L_host + ⌈e / bw⌉; an infeed completes at max(start + 1, arrival of its last byte).
+        let b = 1u64.max((3 * 64u64).div_ceil(d.vmem_bpc));
+        let vpu_lat = b - 1 + a.vpu.alu.latency.max(1) as u64;
+        let mut ready = 3 * d.scalar; // first infeed dispatched after s.li, s.li, sem.signal
+        let mut vdone = 0;
+        for j in 0..l {
+            let arrival = d.host_lat + ((64 * (j + 1)) as f64 / d.host_bpc).ceil() as u64;
+            let idone = (ready + 1).max(arrival);
+            vdone = idone + vpu_lat;
+            ready = vdone;
+        }
+        let out_xfer = ((64 * l) as f64 / d.host_bpc).ceil() as u64;
+        let want = vdone + d.scalar + out_xfer + d.host_lat;
+        assert_eq!(cycles, want, "functional={functional}");
+        if functional {
+            let out = sys.outfeed(0, 0).unwrap();
+            assert_eq!(out.len() as u64, 64 * l);
+            for (i, ch) in out.chunks(4).enumerate() {
+                let v = i32::from_le_bytes(stream[i * 4..i * 4 + 4].try_into().unwrap());
+                let got = i32::from_le_bytes(ch.try_into().unwrap());
+                assert_eq!(got, v.wrapping_add(k[i % 16]), "element {i}");
+            }
+        }
+    }
+}
