@@ -1,0 +1,140 @@
+//! The multi-replica runner: N replicas of one module, each on its own thread with its own
+//! interpreter and a [`ReplicaRuntime`] connected to the others through one [`hub::Hub`].
+//!
+//! Semantics (see the files for details):
+//! - collectives match by (kind, `channel_id` or else the instruction, replica group, occurrence
+//!   number on each replica), so collectives in loops pair up iteration by iteration and
+//!   collectives with different channel ids never match; reductions fold in group order, so
+//!   results are bit-identical on every member and in every run;
+//! - `replica_groups` absent or `{}` = all replicas; list and iota forms via
+//!   [`crate::attrs::ReplicaGroups::expand`]; `num_partitions > 1` is not supported yet, and
+//!   `partition-id` is 0;
+//! - infeed/outfeed and host send/recv use each replica's [`HostIo`] queues; device-to-device
+//!   send/recv find their peer in `_xla_send_recv_source_target_pairs` (see [`rt`]);
+//! - **deadlock**: when every replica is finished or waiting and no wait can be satisfied, the
+//!   run ends at once with [`EvalError::Deadlock`], whose message names for every replica the
+//!   instruction it waits at (or "finished"). Detection is exact (it inspects the wait
+//!   conditions under the hub's lock), never a timeout.
+//!
+//! Errors: if a replica fails on its own, the run returns the error of the lowest-numbered
+//! replica that failed on its own (replicas stopped because of it are not reported).
+
+pub mod collectives;
+pub mod data;
+pub mod groups;
+pub mod hub;
+pub mod rt;
+
+pub use rt::ReplicaRuntime;
+
+use crate::eval::error::{EResult, EvalError};
+use crate::eval::runtime::{HostIo, ReplicaInput, ReplicaOutput};
+use crate::eval::{EvalOptions, Evaluator};
+use crate::ir::Module;
+use hub::Hub;
+
+/// Stack of each replica thread: nested calls and loops recurse in the interpreter.
+const REPLICA_STACK_BYTES: usize = 64 << 20;
+
+/// Runs `module` on `replicas.len()` replicas concurrently; one input and one output per
+/// replica, in replica order. Works for one replica too (then it differs from
+/// [`crate::eval::evaluate`] only in reporting waits as deadlocks with the per-replica report).
+pub fn run_replicas(
+    module: &Module,
+    replicas: Vec<ReplicaInput>,
+    opts: &EvalOptions,
+) -> EResult<Vec<ReplicaOutput>> {
+    let n = replicas.len();
+    if n == 0 {
+        return Err(EvalError::bad_input(
+            "run_replicas needs at least one replica",
+        ));
+    }
+    if let Some(c) = module.config.replica_count {
+        if c != n as i64 {
+            return Err(EvalError::bad_input(format!(
+                "the module declares replica_count={c} but {n} replicas were requested"
+            )));
+        }
+    }
+    groups::check_partitions(module)?;
+    let hub = Hub::new(n);
+    let pairs = rt::channel_pairs(module, n);
+    let evaluator = Evaluator::new(module).with_options(opts.clone());
+    let results: Vec<std::thread::Result<(EResult<crate::literal::Literal>, HostIo)>> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = replicas
+                .into_iter()
+                .enumerate()
+                .map(|(me, input)| {
+                    let (hub, pairs, evaluator) = (&hub, &pairs, &evaluator);
+                    std::thread::Builder::new()
+                        .name(format!("replica-{me}"))
+                        .stack_size(REPLICA_STACK_BYTES)
+                        .spawn_scoped(scope, move || {
+                            // Marks the replica failed if the interpreter panics (a bug), so the
+                            // others do not wait for it forever.
+                            let guard = FailOnUnwind {
+                                hub,
+                                me,
+                                armed: true,
+                            };
+                            let mut rt = ReplicaRuntime::new(me, n, hub, pairs, input.io);
+                            let res = evaluator.run(&input.args, &mut rt);
+                            let mut guard = guard;
+                            guard.armed = false;
+                            match &res {
+                                Ok(_) => hub.finish(me),
+                                Err(_) => hub.fail(me),
+                            }
+                            (res, rt.io)
+                        })
+                })
+                .collect::<Result<_, _>>()
+                .map_err(|e| EvalError::limit(format!("cannot start a replica thread: {e}")))?;
+            Ok::<_, EvalError>(handles.into_iter().map(|h| h.join()).collect())
+        })?;
+    if let Some(report) = hub.deadlock_report() {
+        return Err(EvalError::Deadlock(report));
+    }
+    let mut outs = Vec::with_capacity(n);
+    let mut first_err = None;
+    for (me, r) in results.into_iter().enumerate() {
+        match r {
+            Ok((Ok(result), io)) => outs.push(ReplicaOutput { result, io }),
+            Ok((Err(e), _)) => {
+                if first_err.is_none() && !hub.stopped_by_other(me) {
+                    first_err = Some(e);
+                }
+            }
+            Err(_) => {
+                if first_err.is_none() {
+                    first_err = Some(EvalError::invalid(format!(
+                        "replica {me}: the evaluator panicked (a bug)"
+                    )));
+                }
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None if outs.len() == n => Ok(outs),
+        None => Err(EvalError::invalid(
+            "a replica stopped without a result or an error",
+        )),
+    }
+}
+
+struct FailOnUnwind<'h> {
+    hub: &'h Hub,
+    me: usize,
+    armed: bool,
+}
+
+impl Drop for FailOnUnwind<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.hub.fail(self.me);
+        }
+    }
+}
