@@ -253,7 +253,14 @@ impl<'a> Ctx<'a> {
                         }
                     }
                 }
-                let v = self.eval_inst(inst, &ops).map_err(|e| e.at(&inst.name))?;
+                let v = if inst.opcode == Opcode::Bitcast {
+                    // Bitcast needs the operand's layout, which only its instruction knows.
+                    let in_shape = inst.operands.first().map_or(&Shape::Token, |&o| &c.insts[o].shape);
+                    movement::bitcast(inst, in_shape, &ops)
+                } else {
+                    self.eval_inst(inst, &ops)
+                };
+                let v = v.map_err(|e| e.at(&inst.name))?;
                 if !arg_fits(&inst.shape, &v) {
                     return Err(EvalError::invalid(format!(
                         "internal: kernel produced shape {} for declared shape {}",
@@ -307,7 +314,7 @@ impl<'a> Ctx<'a> {
             O::Slice => movement::slice(inst, ops),
             O::Pad => movement::pad(inst, ops),
             O::Concatenate => movement::concatenate(inst, ops),
-            O::Bitcast => movement::bitcast(inst, ops),
+            O::Bitcast => movement::bitcast(inst, &Shape::Token, ops),
             O::Copy | O::OptimizationBarrier | O::Domain => Ok(ops
                 .first()
                 .copied()

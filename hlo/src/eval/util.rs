@@ -90,6 +90,24 @@ pub fn next_index(idx: &mut [usize], dims: &[usize]) -> bool {
     false
 }
 
+/// Calls `f` on every multi-index of `out_dims` in row-major order and collects the results
+/// (source element indices for [`take`]).
+pub fn index_map(out_dims: &[usize], mut f: impl FnMut(&[usize]) -> usize) -> EResult<Vec<usize>> {
+    let n = count_of(out_dims, "result")?;
+    let mut v = Vec::with_capacity(n);
+    if n == 0 {
+        return Ok(v);
+    }
+    let mut idx = vec![0usize; out_dims.len()];
+    loop {
+        v.push(f(&idx));
+        if !next_index(&mut idx, out_dims) {
+            break;
+        }
+    }
+    Ok(v)
+}
+
 /// Element `i` of each index in `idx` taken from `data` (a typed gather).
 pub fn take(data: &ArrayData, idx: &[usize]) -> ArrayData {
     map_array_data!(data, v => idx.iter().map(|&i| v[i]).collect())
@@ -102,6 +120,21 @@ pub fn take_or_fill(data: &ArrayData, idx: &[usize], fill: &ArrayData) -> EResul
     let n = data.len();
     let idx: Vec<usize> = idx.iter().map(|&i| if i == FILL { n } else { i }).collect();
     Ok(take(&ext, &idx))
+}
+
+/// The contiguous elements `range` of `data`.
+pub fn slice_data(data: &ArrayData, range: std::ops::Range<usize>) -> ArrayData {
+    map_array_data!(data, v => v[range.clone()].to_vec())
+}
+
+/// Concatenates scalar (or any) array literals' data in order, starting from an empty buffer of
+/// type `ty`.
+pub fn concat_data(ty: ElementType, parts: &[&ArrayData]) -> EResult<ArrayData> {
+    let mut out = ArrayData::zeros(ty, 0);
+    for p in parts {
+        append(&mut out, p)?;
+    }
+    Ok(out)
 }
 
 /// Marker index for [`take_or_fill`].
