@@ -14,6 +14,7 @@ pub mod literal;
 pub mod opcode;
 pub mod shape;
 pub mod types;
+pub mod verify;
 
 pub use attrs::*;
 pub use diag::{Diagnostic, Error, Span};
@@ -23,3 +24,4 @@ pub use literal::{ArrayData, ArrayLiteral, Literal};
 pub use opcode::{Arity, OpClass, Opcode};
 pub use shape::{ArrayShape, Layout, ProgramShape, Shape};
 pub use types::{ElementType, TypeKind};
+pub use verify::verify;

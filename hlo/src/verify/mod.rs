@@ -1,0 +1,121 @@
+//! The verifier: checks that a module obeys every rule of the specification, so that every
+//! later stage (evaluator, compiler, simulator) may rely on them.
+//!
+//! Checks, in order:
+//! 1. module header: `replica_count` in range, `num_partitions` (SPMD) refused as not
+//!    supported yet;
+//! 2. structure ([`structure`]): unique computation and instruction names, an entry
+//!    computation, roots present, operand and control-predecessor handles in range, an
+//!    acyclic operand graph, parameter numbers dense from 0 and unique, called computations
+//!    present and the call graph acyclic (no recursion), the entry computation layout matching
+//!    the entry computation;
+//! 3. every instruction ([`check_instruction`]): shapes well formed (ranks, byte sizes,
+//!    nesting, layouts), operand count per the opcode table, and the declared result shape
+//!    equal (ignoring layouts) to the one [`crate::infer::infer_shape`] computes from the
+//!    operands and attributes, which enforces each op's documented constraints.
+//!
+//! All problems found are reported (one per instruction at most), in source order, each at
+//! the offending instruction's span (the instruction name). An instruction whose operand is
+//! itself in error is skipped, so one mistake is reported once.
+
+mod structure;
+#[cfg(test)]
+mod tests;
+
+use crate::diag::{Diagnostic, Error, Span};
+use crate::infer::{check_shape, infer_shape, InferCtx};
+use crate::ir::{CompId, Computation, Module};
+use crate::shape::{ProgramShape, Shape};
+
+/// Largest replica count the verifier accepts.
+pub const MAX_REPLICAS: i64 = 1 << 16;
+
+/// Verifies `m`; on failure returns [`Error::Verify`] with every problem found.
+pub fn verify(m: &Module) -> Result<(), Error> {
+    let mut diags: Vec<(usize, usize, Diagnostic)> = Vec::new();
+    let mut push = |c: usize, i: usize, d: Diagnostic| diags.push((c, i, d));
+    let rc = m.replica_count();
+    if !(1..=MAX_REPLICAS).contains(&rc) {
+        push(
+            0,
+            0,
+            Diagnostic::new(
+                Span::NONE,
+                format!("replica_count={rc} must be in 1..={MAX_REPLICAS}"),
+            ),
+        );
+    }
+    if m.config.num_partitions.is_some_and(|p| p != 1) {
+        push(
+            0,
+            0,
+            Diagnostic::new(
+                Span::NONE,
+                "not supported yet: num_partitions other than 1 (SPMD-partitioned modules)",
+            ),
+        );
+    }
+    let ok = structure::check(m, &mut push);
+    if ok {
+        // Structure is sound: handles are in range and the graphs are acyclic.
+        let sigs: Vec<ProgramShape> = m.comps.values().map(Computation::program_shape).collect();
+        let called = |c: CompId| sigs.get(c.index()).cloned();
+        let cx = InferCtx {
+            called: &called,
+            replica_count: rc.clamp(1, MAX_REPLICAS),
+        };
+        for (ci, comp) in m.comps.iter() {
+            check_computation(&cx, comp, &mut |i, d| push(ci.index(), i, d));
+        }
+    }
+    if diags.is_empty() {
+        return Ok(());
+    }
+    diags.sort_by_key(|(c, i, _)| (*c, *i));
+    Err(Error::Verify(
+        diags.into_iter().map(|(_, _, d)| d).collect(),
+    ))
+}
+
+/// Checks every instruction of `comp` in operand order; `push(instruction index, diag)`.
+fn check_computation(cx: &InferCtx, comp: &Computation, push: &mut dyn FnMut(usize, Diagnostic)) {
+    let order = comp.post_order().expect("structure checked acyclic");
+    let mut bad = vec![false; comp.insts.len()];
+    for h in order {
+        let inst = &comp.insts[h];
+        if inst.operands.iter().any(|o| bad[o.index()]) {
+            bad[h.index()] = true;
+            continue;
+        }
+        if let Err(msg) = check_instruction(cx, comp, h) {
+            bad[h.index()] = true;
+            push(
+                h.index(),
+                Diagnostic::new(inst.span, format!("{} `{}`: {msg}", inst.opcode, inst.name)),
+            );
+        }
+    }
+}
+
+/// Checks one instruction: its shape is well formed and equals the inferred one.
+pub fn check_instruction(
+    cx: &InferCtx,
+    comp: &Computation,
+    h: crate::ir::InstId,
+) -> Result<(), String> {
+    let inst = &comp.insts[h];
+    check_shape(&inst.shape).map_err(|e| format!("result shape {}: {e}", inst.shape))?;
+    let operands: Vec<&Shape> = inst
+        .operands
+        .iter()
+        .map(|&o| &comp.insts[o].shape)
+        .collect();
+    let inferred = infer_shape(cx, inst.opcode, &operands, &inst.attrs, Some(&inst.shape))?;
+    if !inferred.compatible(&inst.shape) {
+        return Err(format!(
+            "declared shape {} does not match the inferred shape {inferred}",
+            inst.shape
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! Unit tests of the verifier on hand-built modules (the text-based negative suite lives in
+//! `tests/negative`).
+
+use super::*;
+use crate::attrs::Attrs;
+use crate::ir::{Arena, Instruction, ModuleConfig};
+use crate::opcode::Opcode;
+use crate::types::ElementType::F32;
+
+fn inst(
+    name: &str,
+    opcode: Opcode,
+    shape: Shape,
+    operands: Vec<usize>,
+    attrs: Attrs,
+) -> Instruction {
+    Instruction {
+        name: name.into(),
+        opcode,
+        shape,
+        operands: operands.into_iter().map(crate::ir::Handle::new).collect(),
+        attrs,
+        span: Span::NONE,
+    }
+}
+
+fn param(name: &str, n: i64, shape: Shape) -> Instruction {
+    inst(
+        name,
+        Opcode::Parameter,
+        shape,
+        vec![],
+        Attrs {
+            parameter_number: Some(n),
+            ..Default::default()
+        },
+    )
+}
+
+fn module(insts: Vec<Instruction>) -> Module {
+    let mut arena = Arena::new();
+    let mut root = None;
+    for i in insts {
+        root = Some(arena.push(i));
+    }
+    let mut comps = Arena::new();
+    let entry = comps.push(Computation {
+        name: "main".into(),
+        insts: arena,
+        root: root.unwrap(),
+        span: Span::NONE,
+    });
+    Module {
+        name: "m".into(),
+        comps,
+        entry,
+        config: ModuleConfig::default(),
+        trailer: None,
+    }
+}
+
+fn messages(m: &Module) -> Vec<String> {
+    match verify(m) {
+        Ok(()) => vec![],
+        Err(Error::Verify(ds)) => ds.into_iter().map(|d| d.message).collect(),
+        Err(e) => panic!("unexpected {e}"),
+    }
+}
+
+#[test]
+fn well_typed_module_passes() {
+    let s = Shape::array(F32, &[2, 3]);
+    let m = module(vec![
+        param("x", 0, s.clone()),
+        param("y", 1, s.clone()),
+        inst("z", Opcode::Add, s, vec![0, 1], Attrs::default()),
+    ]);
+    assert_eq!(messages(&m), Vec::<String>::new());
+}
+
+#[test]
+fn mismatch_reported_once_not_cascaded() {
+    let s = Shape::array(F32, &[2, 3]);
+    let m = module(vec![
+        param("x", 0, s.clone()),
+        inst(
+            "bad",
+            Opcode::Negate,
+            Shape::array(F32, &[3, 2]),
+            vec![0],
+            Attrs::default(),
+        ),
+        inst(
+            "user",
+            Opcode::Negate,
+            Shape::array(F32, &[3, 2]),
+            vec![1],
+            Attrs::default(),
+        ),
+    ]);
+    let ms = messages(&m);
+    assert_eq!(ms.len(), 1, "{ms:?}");
+    assert!(
+        ms[0].contains("does not match the inferred shape f32[2,3]"),
+        "{ms:?}"
+    );
+}
+
+#[test]
+fn operand_out_of_range_and_cycles() {
+    let s = Shape::scalar(F32);
+    let m = module(vec![
+        param("x", 0, s.clone()),
+        inst("n", Opcode::Negate, s.clone(), vec![7], Attrs::default()),
+    ]);
+    assert!(messages(&m)[0].contains("does not exist"));
+    let m = module(vec![
+        param("x", 0, s.clone()),
+        inst("a", Opcode::Add, s.clone(), vec![0, 2], Attrs::default()),
+        inst("b", Opcode::Add, s, vec![0, 1], Attrs::default()),
+    ]);
+    assert!(messages(&m)[0].contains("has a cycle"));
+}
+
+#[test]
+fn parameters_dense_and_unique() {
+    let s = Shape::scalar(F32);
+    let m = module(vec![
+        param("x", 0, s.clone()),
+        param("y", 0, s.clone()),
+        inst("r", Opcode::Add, s, vec![0, 1], Attrs::default()),
+    ]);
+    assert!(messages(&m)[0].contains("already used"));
+}
+
+#[test]
+fn replica_count_bounded() {
+    let s = Shape::scalar(F32);
+    let mut m = module(vec![param("x", 0, s)]);
+    m.config.replica_count = Some(0);
+    assert!(messages(&m)[0].contains("replica_count=0"));
+}
