@@ -238,6 +238,75 @@ fn replica_id_and_partition_id() {
     }
 }
 
+#[test]
+fn reduction_folds_left_in_group_order() {
+    // subtract is not associative: the documented order ((x_g0 - x_g1) - x_g2) is visible.
+    let m = format!(
+        "HloModule sub, replica_count=4\n\nsub {{\n  s.a = f32[] parameter(0)\n  s.b = f32[] parameter(1)\n  \
+         ROOT s.d = f32[] subtract(s.a, s.b)\n}}\n\nENTRY main {{\n  x = f32[1] parameter(0)\n  \
+         ROOT r = f32[1] all-reduce(x), replica_groups={{{{3,1,0}},{{2}}}}, to_apply=sub\n}}\n"
+    );
+    let ins: Vec<Vec<Literal>> = [1.0f32, 10.0, 100.0, 1000.0]
+        .iter()
+        .map(|&v| vec![f32v(&[1], &[v])])
+        .collect();
+    let out = run(&m, ins).unwrap();
+    let g = f32v(&[1], &[1000.0 - 10.0 - 1.0]);
+    assert_eq!(out, vec![g.clone(), g.clone(), f32v(&[1], &[100.0]), g]);
+}
+
+#[test]
+fn collectives_in_a_loop_pair_up_by_iteration() {
+    // Three iterations of x <- all-reduce(x) on two replicas: x0 + x1, then doubled twice.
+    let text = std::fs::read_to_string(deadlock_dir().join("collective_count.hlo")).unwrap();
+    let text = text.replace(
+        "  cond.rid = u32[] replica-id()\n  cond.r = s32[] convert(cond.rid)\n  cond.one = s32[] constant(1)\n  \
+         cond.n = s32[] add(cond.r, cond.one)\n",
+        "  cond.n = s32[] constant(3)\n",
+    );
+    assert!(!text.contains("replica-id"), "the test edit did not apply");
+    let out = run(
+        &text,
+        vec![vec![f32v(&[2], &[1.0, 2.0])], vec![f32v(&[2], &[3.0, 5.0])]],
+    )
+    .unwrap();
+    assert_eq!(out, vec![f32v(&[2], &[16.0, 28.0]); 2]);
+}
+
+#[test]
+fn a_failing_replica_stops_the_others_with_its_own_error() {
+    // Replica 1's infeed data has the wrong shape; replica 0 waits in the all-reduce meanwhile.
+    let m = module(
+        "fail, replica_count=2",
+        "  tok = token[] after-all()\n  in = (f32[2], token[]) infeed(tok)\n  \
+         v = f32[2] get-tuple-element(in), index=0\n  \
+         ROOT r = f32[2] all-reduce(v), replica_groups={}, to_apply=add",
+    );
+    let io = |l: Literal| HostIo {
+        infeed: vec![l].into(),
+        ..HostIo::default()
+    };
+    let t0 = Instant::now();
+    let res = run_io(
+        &m,
+        vec![
+            (vec![], io(f32v(&[2], &[1.0, 1.0]))),
+            (vec![], io(f32v(&[3], &[1.0, 1.0, 1.0]))),
+        ],
+    );
+    assert!(t0.elapsed() < Duration::from_secs(1));
+    let err = res.expect_err("replica 1 must fail");
+    assert!(matches!(err.root_cause(), EvalError::BadInput(_)), "{err}");
+    assert!(err.to_string().contains("infeed"), "{err}");
+}
+
+#[test]
+fn replica_count_must_match_the_module() {
+    let m = module("rc, replica_count=4", "  ROOT r = u32[] replica-id()");
+    let err = run(&m, vec![vec![]; 2]).expect_err("2 replicas for a 4-replica module");
+    assert!(matches!(err, EvalError::BadInput(_)), "{err}");
+}
+
 // ---- send/recv and feeds --------------------------------------------------------------------
 
 #[test]
