@@ -5,6 +5,7 @@
 
 mod cmd_hlo;
 mod cmd_rtl;
+mod cmd_sim;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -24,6 +25,8 @@ enum Command {
     Fmt(cmd_hlo::FmtArgs),
     /// The MXU's RTL: `rtl gen`, `rtl sim` (co-simulation), `rtl synth` (Yosys).
     Rtl(cmd_rtl::RtlArgs),
+    /// Run a program on the simulator: `sim PROG.s|PROG.bin --arch A [--timing-only] [--trace T.json] [--stats]`.
+    Sim(cmd_sim::SimArgs),
 }
 
 /// How a subcommand ended, mapped onto the documented exit codes.
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd_hlo::check(a),
         Command::Fmt(a) => cmd_hlo::fmt(a),
         Command::Rtl(a) => cmd_rtl::run(a),
+        Command::Sim(a) => cmd_sim::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

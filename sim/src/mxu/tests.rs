@@ -162,3 +162,22 @@ fn bad_shapes_and_modes_are_errors() {
     assert!(mx.matmul(Cycle(0), 0, 4, 0, false, None).is_err());
     assert!(mx.matmul(Cycle(0), 1, 4, 64, false, None).is_err());
 }
+
+#[test]
+fn docs_timing_example_beside_scale_sim() {
+    // docs/timing.md: M = 256, K = N = 256 on a 128×128 array → T = 4 tiles.
+    let (r, c, m, t) = (128usize, 128usize, 256usize, 4u64);
+    let mut mx = MxuModel::new(MxuGeometry { rows: r, cols: c, acc_rows: 2048, mode: MxuMode::Bf16 }, false);
+    let mut last = None;
+    for _ in 0..t {
+        mx.load_weights(Cycle(0), r, c, None).unwrap();
+        last = Some(mx.matmul(Cycle(0), m, r, 0, true, None).unwrap());
+    }
+    let ours = last.unwrap().complete().get();
+    let (r, c, m) = (r as u64, c as u64, m as u64);
+    assert_eq!(ours, (t - 1) * m.max(r) + m + r + c);
+    assert_eq!(ours, 1280);
+    let scale_sim = t * (2 * r + c + m - 2) - 1;
+    assert_eq!(scale_sim, 2551);
+    assert_eq!(scale_sim - ours, 4 * r + 3 * (r + c - 2) - 2 - 1);
+}

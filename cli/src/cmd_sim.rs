@@ -1,0 +1,131 @@
+//! `systole sim PROG.s|PROG.bin --arch A [--timing-only] [--trace T.json] [--stats]`: runs an
+//! assembled program on one chip and prints its cycle count (and statistics).
+//!
+//! Exit codes: 0 the program halted; 1 it deadlocked or ran past `--max-cycles`; 2 bad input
+//! (unreadable program, bad arch, an instruction that cannot execute).
+
+use crate::{Outcome, UserError};
+use clap::Args;
+use sim::trace::{OwnedTraceEvent, TraceEvent, TraceSink, VecSink};
+use sim::{SimError, SimOptions, System};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+fn user(msg: String) -> anyhow::Error {
+    anyhow::Error::new(UserError(msg))
+}
+
+/// `systole sim`.
+#[derive(Args)]
+pub struct SimArgs {
+    /// Program: assembly text (`.s`) or a program file from `systole asm`.
+    #[arg(value_name = "PROG.s|PROG.bin")]
+    input: PathBuf,
+    /// Architecture preset or JSON file.
+    #[arg(long, default_value = "mini")]
+    arch: String,
+    /// Override an arch field, e.g. `--set mxu.rows=16` (repeatable).
+    #[arg(long = "set", value_name = "K=V")]
+    sets: Vec<String>,
+    /// Timing only: no functional execution (faster; scalar loads see only program data).
+    #[arg(long)]
+    timing_only: bool,
+    /// Write a Chrome/Perfetto trace (JSON) of every unit's operations.
+    #[arg(long, value_name = "TRACE.json")]
+    trace: Option<PathBuf>,
+    /// Print every statistic.
+    #[arg(long)]
+    stats: bool,
+    /// Write the statistics as JSON.
+    #[arg(long, value_name = "STATS.json")]
+    stats_json: Option<PathBuf>,
+    /// The host's infeed stream for core 0 (raw bytes).
+    #[arg(long, value_name = "FILE")]
+    infeed: Option<PathBuf>,
+    /// Write core 0's outfeed stream (raw bytes).
+    #[arg(long, value_name = "FILE")]
+    outfeed: Option<PathBuf>,
+    /// Stop (exit 1) if the program has not halted by this cycle.
+    #[arg(long, default_value_t = 1u64 << 40)]
+    max_cycles: u64,
+}
+
+struct SharedSink(Arc<Mutex<VecSink>>);
+impl TraceSink for SharedSink {
+    fn event(&mut self, e: &TraceEvent<'_>) {
+        self.0.lock().expect("trace sink").events.push(OwnedTraceEvent {
+            chip: e.chip,
+            unit: e.unit.to_string(),
+            name: e.name.to_string(),
+            symbol: e.symbol.map(str::to_string),
+            pc: e.pc,
+            start: e.start,
+            end: e.end,
+        });
+    }
+}
+
+fn load_program(path: &PathBuf) -> anyhow::Result<isa::Program> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| user(format!("{name}: {e}")))?;
+    if bytes.starts_with(b"SYSTPRG\0") {
+        return isa::Program::from_bytes(&bytes).map_err(|e| user(format!("{name}: {e}")));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| user(format!("{name}: neither a program file nor UTF-8 assembly text")))?;
+    isa::asm::assemble(&text).map_err(|e| user(e.render(&name)))
+}
+
+/// Runs the program.
+pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
+    let arch = arch::ArchConfig::resolve(&a.arch, &a.sets).map_err(|e| user(e.to_string()))?;
+    let prog = load_program(&a.input)?;
+    let opts = SimOptions { functional: !a.timing_only, max_cycles: a.max_cycles };
+    let mut sys = System::new(&arch, prog, 1, opts).map_err(|e| user(e.to_string()))?;
+    if let Some(p) = &a.infeed {
+        let b = std::fs::read(p).map_err(|e| user(format!("{}: {e}", p.display())))?;
+        let r = if a.timing_only { sys.set_infeed_len(0, 0, b.len() as u64) } else { sys.set_infeed(0, 0, b) };
+        r.map_err(|e| user(e.to_string()))?;
+    }
+    let sink = Arc::new(Mutex::new(VecSink::default()));
+    if a.trace.is_some() {
+        sys.set_trace(Box::new(SharedSink(sink.clone())));
+    }
+    let started = std::time::Instant::now();
+    let res = sys.run();
+    let secs = started.elapsed().as_secs_f64();
+    let r = match res {
+        Ok(r) => r,
+        Err(e @ (SimError::Deadlock(_) | SimError::Timeout(_))) => {
+            eprintln!("{e}");
+            return Ok(Outcome::CheckFailed);
+        }
+        Err(e) => return Err(user(e.to_string())),
+    };
+    let us = r.cycles as f64 / arch.clock_mhz;
+    println!("cycles: {} ({us:.3} µs at {} MHz)", r.cycles, arch.clock_mhz);
+    eprintln!(
+        "simulated in {secs:.3} s ({} events, {:.3e} cycles/s)",
+        r.events,
+        r.cycles as f64 / secs.max(1e-9)
+    );
+    if a.stats {
+        let width = sys.stats().iter().map(|e| e.decl.name.len()).max().unwrap_or(0);
+        for e in sys.stats().iter() {
+            println!("{:width$}  {:>14}  {}", e.decl.name, e.value, e.decl.unit);
+        }
+    }
+    if let Some(p) = &a.stats_json {
+        let text = serde_json::to_string_pretty(&sys.stats().to_json())?;
+        std::fs::write(p, text).map_err(|e| user(format!("{}: {e}", p.display())))?;
+    }
+    if let Some(p) = &a.trace {
+        let f = std::fs::File::create(p).map_err(|e| user(format!("{}: {e}", p.display())))?;
+        sink.lock().expect("trace sink").write_chrome_json(std::io::BufWriter::new(f))?;
+    }
+    if let Some(p) = &a.outfeed {
+        let out = sys.outfeed(0, 0).unwrap_or_default();
+        std::fs::write(p, out).map_err(|e| user(format!("{}: {e}", p.display())))?;
+    }
+    Ok(Outcome::Ok)
+}
