@@ -520,8 +520,7 @@ impl Runtime for PureRuntime {
     }
 }
 
-/// The numeric ops of `eval::linalg` (owned by the eval-numeric helper); until its entry point
-/// `linalg::eval_op` lands they are reported as not supported.
-fn numeric_op(_cx: &mut Ctx<'_>, inst: &Instruction, _ops: &[&Literal]) -> EResult<Literal> {
-    Err(EvalError::unsupported(format!("{} (eval::linalg entry point not wired yet)", inst.opcode)))
+/// The numeric ops of `eval::linalg` (owned by the eval-numeric helper).
+fn numeric_op(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
+    crate::eval::linalg::eval_op(cx, inst, ops)
 }

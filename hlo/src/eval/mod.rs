@@ -21,6 +21,7 @@ pub mod elementwise;
 pub mod error;
 pub mod gather;
 pub mod interp;
+pub mod linalg;
 pub mod movement;
 pub mod reduce;
 pub mod runtime;
@@ -45,11 +46,19 @@ pub struct EvalOptions {
     pub max_call_depth: usize,
     /// Largest number of elements a single value may have.
     pub max_elements: u64,
+    /// Implementations of custom-call targets (default: the built-in annotations of
+    /// `linalg::CustomCallRegistry::with_builtins`).
+    pub custom_calls: linalg::CustomCallRegistry,
 }
 
 impl Default for EvalOptions {
     fn default() -> Self {
-        EvalOptions { max_while_iterations: 10_000_000, max_call_depth: 256, max_elements: 1 << 28 }
+        EvalOptions {
+            max_while_iterations: 10_000_000,
+            max_call_depth: 256,
+            max_elements: 1 << 28,
+            custom_calls: linalg::CustomCallRegistry::with_builtins(),
+        }
     }
 }
 
