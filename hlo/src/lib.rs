@@ -6,12 +6,16 @@
 //! assume every rule the verifier enforces.
 
 pub mod attrs;
+pub mod builder;
+pub mod case;
 pub mod diag;
-pub mod infer;
 pub mod eval;
+pub mod infer;
 pub mod ir;
 pub mod literal;
 pub mod opcode;
+pub mod parse;
+pub mod print;
 pub mod shape;
 pub mod types;
 pub mod verify;
@@ -22,6 +26,8 @@ pub use infer::{infer_shape, InferCtx};
 pub use ir::{Arena, CompId, Computation, Handle, InstId, Instruction, Module, ModuleConfig};
 pub use literal::{ArrayData, ArrayLiteral, Literal};
 pub use opcode::{Arity, OpClass, Opcode};
+pub use parse::{parse, parse_literal_text, parse_shape};
+pub use print::{print, print_instruction, print_literal};
 pub use shape::{ArrayShape, Layout, ProgramShape, Shape};
 pub use types::{ElementType, TypeKind};
 pub use verify::verify;

@@ -106,7 +106,11 @@ pub fn broadcast_shapes(
         })?;
     }
     let identity: Vec<i64> = (0..hi.len() as i64).collect();
-    Ok(if lhs_is_lower { (out, map, identity) } else { (out, identity, map) })
+    Ok(if lhs_is_lower {
+        (out, map, identity)
+    } else {
+        (out, identity, map)
+    })
 }
 
 fn combine(a: i64, b: i64) -> Option<i64> {
@@ -130,7 +134,9 @@ impl XlaBuilder {
             return Ok(op);
         }
         // Keep the dimensions that are not stretched degenerate ones.
-        let keep: Vec<usize> = (0..s.rank()).filter(|&i| s.dims[i] == out[map[i] as usize]).collect();
+        let keep: Vec<usize> = (0..s.rank())
+            .filter(|&i| s.dims[i] == out[map[i] as usize])
+            .collect();
         let mut cur = op;
         if keep.len() != s.rank() {
             let dims: Vec<i64> = keep.iter().map(|&i| s.dims[i]).collect();
@@ -138,7 +144,10 @@ impl XlaBuilder {
         }
         let bdims: Vec<i64> = keep.iter().map(|&i| map[i]).collect();
         let shape = Shape::Array(ArrayShape::new(s.ty, out));
-        let attrs = Attrs { dimensions: Some(bdims), ..Default::default() };
+        let attrs = Attrs {
+            dimensions: Some(bdims),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Broadcast, &[cur], attrs, Some(shape))
     }
 
@@ -150,7 +159,10 @@ impl XlaBuilder {
         rhs: XlaOp,
         broadcast_dimensions: &[i64],
     ) -> BResult<XlaOp> {
-        let (l, r) = (self.array_shape(lhs, opcode.name())?, self.array_shape(rhs, opcode.name())?);
+        let (l, r) = (
+            self.array_shape(lhs, opcode.name())?,
+            self.array_shape(rhs, opcode.name())?,
+        );
         let (out, lmap, rmap) = broadcast_shapes(&l.dims, &r.dims, broadcast_dimensions)
             .map_err(|m| err(format!("{opcode}: {m}")))?;
         let lhs = self.broadcast_to(lhs, &lmap, &out)?;
@@ -179,7 +191,10 @@ mod tests {
     #[test]
     fn rank_mismatch_needs_strictly_increasing_dimensions() {
         assert!(out(&[2, 3], &[3], &[]).is_err());
-        assert!(out(&[2, 3], &[3], &[0]).is_err(), "2x3 + 3-vector with (0) is invalid");
+        assert!(
+            out(&[2, 3], &[3], &[0]).is_err(),
+            "2x3 + 3-vector with (0) is invalid"
+        );
         assert_eq!(out(&[2, 3], &[3], &[1]).unwrap(), vec![2, 3]);
         assert!(out(&[2, 3, 4], &[3, 4], &[2, 1]).is_err());
         assert!(out(&[2, 3, 4], &[3, 3], &[1, 1]).is_err());

@@ -10,7 +10,10 @@ impl XlaBuilder {
     /// `Call(computation, operands...)`.
     pub fn call(&mut self, computation: &XlaComputation, operands: &[XlaOp]) -> BResult<XlaOp> {
         let c = self.embed(computation);
-        let attrs = Attrs { to_apply: Some(c), ..Default::default() };
+        let attrs = Attrs {
+            to_apply: Some(c),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Call, operands, attrs, None)
     }
 
@@ -37,17 +40,35 @@ impl XlaBuilder {
     }
 
     /// `Map(operands, computation, dimensions)`: applies a scalar computation elementwise.
-    pub fn map(&mut self, operands: &[XlaOp], computation: &XlaComputation, dimensions: &[i64]) -> BResult<XlaOp> {
+    pub fn map(
+        &mut self,
+        operands: &[XlaOp],
+        computation: &XlaComputation,
+        dimensions: &[i64],
+    ) -> BResult<XlaOp> {
         let c = self.embed(computation);
-        let attrs = Attrs { dimensions: Some(dimensions.to_vec()), to_apply: Some(c), ..Default::default() };
+        let attrs = Attrs {
+            dimensions: Some(dimensions.to_vec()),
+            to_apply: Some(c),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Map, operands, attrs, None)
     }
 
     /// `While(condition, body, init)`.
-    pub fn while_loop(&mut self, condition: &XlaComputation, body: &XlaComputation, init: XlaOp) -> BResult<XlaOp> {
+    pub fn while_loop(
+        &mut self,
+        condition: &XlaComputation,
+        body: &XlaComputation,
+        init: XlaOp,
+    ) -> BResult<XlaOp> {
         let c = self.embed(condition);
         let b = self.embed(body);
-        let attrs = Attrs { condition: Some(c), body: Some(b), ..Default::default() };
+        let attrs = Attrs {
+            condition: Some(c),
+            body: Some(b),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::While, &[init], attrs, None)
     }
 
@@ -62,8 +83,17 @@ impl XlaBuilder {
     ) -> BResult<XlaOp> {
         let t = self.embed(true_computation);
         let f = self.embed(false_computation);
-        let attrs = Attrs { true_computation: Some(t), false_computation: Some(f), ..Default::default() };
-        self.add_instruction(Opcode::Conditional, &[pred, true_operand, false_operand], attrs, None)
+        let attrs = Attrs {
+            true_computation: Some(t),
+            false_computation: Some(f),
+            ..Default::default()
+        };
+        self.add_instruction(
+            Opcode::Conditional,
+            &[pred, true_operand, false_operand],
+            attrs,
+            None,
+        )
     }
 
     /// `Conditional(branch_index, branch_computations, branch_operands)`; an out-of-range
@@ -84,7 +114,10 @@ impl XlaBuilder {
         let ids = branches.iter().map(|c| self.embed(c)).collect();
         let mut ops = vec![branch_index];
         ops.extend_from_slice(operands);
-        let attrs = Attrs { branch_computations: Some(ids), ..Default::default() };
+        let attrs = Attrs {
+            branch_computations: Some(ids),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Conditional, &ops, attrs, None)
     }
 
@@ -108,11 +141,21 @@ impl XlaBuilder {
 
     /// `OptimizationBarrier(operand)`.
     pub fn optimization_barrier(&mut self, operand: XlaOp) -> BResult<XlaOp> {
-        self.add_instruction(Opcode::OptimizationBarrier, &[operand], Attrs::default(), None)
+        self.add_instruction(
+            Opcode::OptimizationBarrier,
+            &[operand],
+            Attrs::default(),
+            None,
+        )
     }
 
     /// `AfterAll(tokens)`: a token ordered after all of `tokens` (none: a fresh token).
     pub fn after_all(&mut self, tokens: &[XlaOp]) -> BResult<XlaOp> {
-        self.add_instruction(Opcode::AfterAll, tokens, Attrs::default(), Some(Shape::Token))
+        self.add_instruction(
+            Opcode::AfterAll,
+            tokens,
+            Attrs::default(),
+            Some(Shape::Token),
+        )
     }
 }

@@ -95,12 +95,19 @@ impl XlaBuilder {
         ty: Option<ComparisonType>,
         broadcast_dimensions: &[i64],
     ) -> BResult<XlaOp> {
-        let (l, r) = (self.array_shape(lhs, "compare")?, self.array_shape(rhs, "compare")?);
+        let (l, r) = (
+            self.array_shape(lhs, "compare")?,
+            self.array_shape(rhs, "compare")?,
+        );
         let (out, lmap, rmap) = super::broadcast_shapes(&l.dims, &r.dims, broadcast_dimensions)
             .map_err(|m| super::err(format!("compare: {m}")))?;
         let lhs = self.broadcast_to(lhs, &lmap, &out)?;
         let rhs = self.broadcast_to(rhs, &rmap, &out)?;
-        let attrs = Attrs { direction: Some(direction), comparison_type: ty, ..Default::default() };
+        let attrs = Attrs {
+            direction: Some(direction),
+            comparison_type: ty,
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Compare, &[lhs, rhs], attrs, None)
     }
 
@@ -123,14 +130,24 @@ impl XlaBuilder {
         self.compare(l, r, ComparisonDirection::Lt, None, &[])
     }
     /// Comparison under the total order -NaN < -Inf < -Finite < -0 < +0 < +Finite < +Inf < +NaN.
-    pub fn compare_total_order(&mut self, l: XlaOp, r: XlaOp, d: ComparisonDirection) -> BResult<XlaOp> {
+    pub fn compare_total_order(
+        &mut self,
+        l: XlaOp,
+        r: XlaOp,
+        d: ComparisonDirection,
+    ) -> BResult<XlaOp> {
         self.compare(l, r, d, Some(ComparisonType::TotalOrder), &[])
     }
 
     /// `ConvertElementType`.
     pub fn convert_element_type(&mut self, x: XlaOp, ty: ElementType) -> BResult<XlaOp> {
         let s = self.array_shape(x, "convert")?;
-        self.add_instruction(Opcode::Convert, &[x], Attrs::default(), Some(Shape::Array(s.with_type(ty))))
+        self.add_instruction(
+            Opcode::Convert,
+            &[x],
+            Attrs::default(),
+            Some(Shape::Array(s.with_type(ty))),
+        )
     }
 
     /// `BitcastConvertType`: same bits, new type; a narrower target adds a minor dimension,
@@ -147,11 +164,21 @@ impl XlaBuilder {
             out.dynamic.pop();
         }
         out.layout = None;
-        self.add_instruction(Opcode::BitcastConvert, &[x], Attrs::default(), Some(Shape::Array(out)))
+        self.add_instruction(
+            Opcode::BitcastConvert,
+            &[x],
+            Attrs::default(),
+            Some(Shape::Array(out)),
+        )
     }
 
     /// `ReducePrecision` to a float format with the given exponent and mantissa bits.
-    pub fn reduce_precision(&mut self, x: XlaOp, exponent_bits: i64, mantissa_bits: i64) -> BResult<XlaOp> {
+    pub fn reduce_precision(
+        &mut self,
+        x: XlaOp,
+        exponent_bits: i64,
+        mantissa_bits: i64,
+    ) -> BResult<XlaOp> {
         let attrs = Attrs {
             exponent_bits: Some(exponent_bits),
             mantissa_bits: Some(mantissa_bits),
@@ -167,6 +194,11 @@ impl XlaBuilder {
 
     /// `Select(pred, on_true, on_false)`; `pred` may be a scalar.
     pub fn select(&mut self, pred: XlaOp, on_true: XlaOp, on_false: XlaOp) -> BResult<XlaOp> {
-        self.add_instruction(Opcode::Select, &[pred, on_true, on_false], Attrs::default(), None)
+        self.add_instruction(
+            Opcode::Select,
+            &[pred, on_true, on_false],
+            Attrs::default(),
+            None,
+        )
     }
 }

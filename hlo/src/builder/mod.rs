@@ -88,10 +88,12 @@ impl XlaBuilder {
 
     /// The array shape of an op, or an error naming `what` if it is a tuple or token.
     pub fn array_shape(&self, op: XlaOp, what: &str) -> BResult<ArrayShape> {
-        self.shape(op)
-            .as_array()
-            .cloned()
-            .ok_or_else(|| err(format!("{what}: expected an array operand, got {}", self.shape(op))))
+        self.shape(op).as_array().cloned().ok_or_else(|| {
+            err(format!(
+                "{what}: expected an array operand, got {}",
+                self.shape(op)
+            ))
+        })
     }
 
     fn fresh_name(&mut self, base: &str) -> String {
@@ -123,7 +125,10 @@ impl XlaBuilder {
         let shapes: Vec<&Shape> = operands.iter().map(|o| &self.insts[o.0].shape).collect();
         let comps = &self.comps;
         let called = |c: CompId| comps.get(c.index()).map(|c| c.program_shape());
-        let cx = InferCtx { called: &called, replica_count: self.replica_count.unwrap_or(1) };
+        let cx = InferCtx {
+            called: &called,
+            replica_count: self.replica_count.unwrap_or(1),
+        };
         let shape = infer_shape(&cx, opcode, &shapes, &attrs, declared.as_ref())
             .map_err(|m| err(format!("{opcode}: {m}")))?;
         let name = self.fresh_name(opcode.name());
@@ -155,7 +160,8 @@ impl XlaBuilder {
             comp.name = name;
             for h in comp.insts.handles().collect::<Vec<_>>() {
                 let inst = &mut comp.insts[h];
-                inst.attrs.remap_computations(|id| CompId::new(id.index() + base));
+                inst.attrs
+                    .remap_computations(|id| CompId::new(id.index() + base));
                 if !self.names.insert(inst.name.clone()) {
                     let stem = inst.name.split('.').next().unwrap_or("v").to_string();
                     inst.name = self.fresh_name(&stem);
@@ -182,7 +188,10 @@ impl XlaBuilder {
             name: self.name,
             comps,
             entry,
-            config: ModuleConfig { replica_count: self.replica_count, ..Default::default() },
+            config: ModuleConfig {
+                replica_count: self.replica_count,
+                ..Default::default()
+            },
             trailer: None,
         };
         crate::verify(&module)?;
@@ -193,7 +202,10 @@ impl XlaBuilder {
 
     /// `parameter(number)` of `shape`.
     pub fn parameter(&mut self, number: i64, shape: Shape, name: &str) -> BResult<XlaOp> {
-        let attrs = Attrs { parameter_number: Some(number), ..Default::default() };
+        let attrs = Attrs {
+            parameter_number: Some(number),
+            ..Default::default()
+        };
         let op = self.add_instruction(Opcode::Parameter, &[], attrs, Some(shape))?;
         if !name.is_empty() && !self.names.contains(name) {
             let old = std::mem::replace(&mut self.insts[op.0].name, name.to_string());
@@ -206,7 +218,10 @@ impl XlaBuilder {
     /// A constant of any literal value.
     pub fn constant(&mut self, value: Literal) -> BResult<XlaOp> {
         let shape = value.shape();
-        let attrs = Attrs { literal: Some(Box::new(value)), ..Default::default() };
+        let attrs = Attrs {
+            literal: Some(Box::new(value)),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Constant, &[], attrs, Some(shape))
     }
 
@@ -226,12 +241,20 @@ impl XlaBuilder {
 
     /// `iota` of `shape` along `dimension`.
     pub fn iota(&mut self, shape: ArrayShape, dimension: i64) -> BResult<XlaOp> {
-        let attrs = Attrs { iota_dimension: Some(dimension), ..Default::default() };
+        let attrs = Attrs {
+            iota_dimension: Some(dimension),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Iota, &[], attrs, Some(Shape::Array(shape)))
     }
 
     pub fn replica_id(&mut self) -> BResult<XlaOp> {
-        self.add_instruction(Opcode::ReplicaId, &[], Attrs::default(), Some(Shape::scalar(ElementType::U32)))
+        self.add_instruction(
+            Opcode::ReplicaId,
+            &[],
+            Attrs::default(),
+            Some(Shape::scalar(ElementType::U32)),
+        )
     }
 
     pub fn tuple(&mut self, elems: &[XlaOp]) -> BResult<XlaOp> {
@@ -239,7 +262,10 @@ impl XlaBuilder {
     }
 
     pub fn get_tuple_element(&mut self, t: XlaOp, index: i64) -> BResult<XlaOp> {
-        let attrs = Attrs { index: Some(index), ..Default::default() };
+        let attrs = Attrs {
+            index: Some(index),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::GetTupleElement, &[t], attrs, None)
     }
 }

@@ -38,7 +38,12 @@ impl XlaBuilder {
     }
 
     /// `Reshape(operand, dimensions, new_sizes)`: transpose by `dimensions` first (older form).
-    pub fn reshape_with_order(&mut self, x: XlaOp, dimensions: &[i64], new_sizes: &[i64]) -> BResult<XlaOp> {
+    pub fn reshape_with_order(
+        &mut self,
+        x: XlaOp,
+        dimensions: &[i64],
+        new_sizes: &[i64],
+    ) -> BResult<XlaOp> {
         let t = self.transpose(x, dimensions)?;
         self.reshape(t, new_sizes)
     }
@@ -46,7 +51,9 @@ impl XlaBuilder {
     /// `Collapse(operand, dimensions)`: merges an in-order, consecutive run of dimensions into one.
     pub fn collapse(&mut self, x: XlaOp, dimensions: &[i64]) -> BResult<XlaOp> {
         let s = self.array_shape(x, "collapse")?;
-        let first = *dimensions.first().ok_or_else(|| err("collapse: dimensions must not be empty"))?;
+        let first = *dimensions
+            .first()
+            .ok_or_else(|| err("collapse: dimensions must not be empty"))?;
         let consecutive = dimensions.windows(2).all(|w| w[1] == w[0] + 1);
         let last = *dimensions.last().unwrap_or(&first);
         if !consecutive || first < 0 || last as usize >= s.rank() {
@@ -72,41 +79,80 @@ impl XlaBuilder {
     }
 
     /// `BroadcastInDim(operand, out_dim_size, broadcast_dimensions)`.
-    pub fn broadcast_in_dim(&mut self, x: XlaOp, out_dims: &[i64], broadcast_dimensions: &[i64]) -> BResult<XlaOp> {
+    pub fn broadcast_in_dim(
+        &mut self,
+        x: XlaOp,
+        out_dims: &[i64],
+        broadcast_dimensions: &[i64],
+    ) -> BResult<XlaOp> {
         let s = self.array_shape(x, "broadcast")?;
         let out = Shape::Array(ArrayShape::new(s.ty, out_dims));
-        let attrs = Attrs { dimensions: Some(broadcast_dimensions.to_vec()), ..Default::default() };
+        let attrs = Attrs {
+            dimensions: Some(broadcast_dimensions.to_vec()),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Broadcast, &[x], attrs, Some(out))
     }
 
     pub fn transpose(&mut self, x: XlaOp, permutation: &[i64]) -> BResult<XlaOp> {
-        let attrs = Attrs { dimensions: Some(permutation.to_vec()), ..Default::default() };
+        let attrs = Attrs {
+            dimensions: Some(permutation.to_vec()),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Transpose, &[x], attrs, None)
     }
 
     /// `Rev(operand, dimensions)`.
     pub fn rev(&mut self, x: XlaOp, dimensions: &[i64]) -> BResult<XlaOp> {
-        let attrs = Attrs { dimensions: Some(dimensions.to_vec()), ..Default::default() };
+        let attrs = Attrs {
+            dimensions: Some(dimensions.to_vec()),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Reverse, &[x], attrs, None)
     }
 
     /// `Slice(operand, start_indices, limit_indices, strides)`.
-    pub fn slice(&mut self, x: XlaOp, start: &[i64], limit: &[i64], strides: &[i64]) -> BResult<XlaOp> {
+    pub fn slice(
+        &mut self,
+        x: XlaOp,
+        start: &[i64],
+        limit: &[i64],
+        strides: &[i64],
+    ) -> BResult<XlaOp> {
         if start.len() != limit.len() || start.len() != strides.len() {
-            return Err(err("slice: start_indices, limit_indices and strides must have the same length"));
+            return Err(err(
+                "slice: start_indices, limit_indices and strides must have the same length",
+            ));
         }
         let slice = (0..start.len())
-            .map(|i| SliceDim { start: start[i], limit: limit[i], stride: strides[i] })
+            .map(|i| SliceDim {
+                start: start[i],
+                limit: limit[i],
+                stride: strides[i],
+            })
             .collect();
-        let attrs = Attrs { slice: Some(slice), ..Default::default() };
+        let attrs = Attrs {
+            slice: Some(slice),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Slice, &[x], attrs, None)
     }
 
     /// `SliceInDim(operand, start, limit, stride, dimno)`.
-    pub fn slice_in_dim(&mut self, x: XlaOp, start: i64, limit: i64, stride: i64, dimno: i64) -> BResult<XlaOp> {
+    pub fn slice_in_dim(
+        &mut self,
+        x: XlaOp,
+        start: i64,
+        limit: i64,
+        stride: i64,
+        dimno: i64,
+    ) -> BResult<XlaOp> {
         let s = self.array_shape(x, "slice")?;
         if dimno < 0 || dimno as usize >= s.rank() {
-            return Err(err(format!("slice: dimension {dimno} out of range for rank {}", s.rank())));
+            return Err(err(format!(
+                "slice: dimension {dimno} out of range for rank {}",
+                s.rank()
+            )));
         }
         let mut st = vec![0; s.rank()];
         let mut li = s.dims.clone();
@@ -118,15 +164,28 @@ impl XlaBuilder {
     }
 
     /// `DynamicSlice(operand, start_indices, slice_sizes)` with one scalar index per dimension.
-    pub fn dynamic_slice(&mut self, x: XlaOp, start_indices: &[XlaOp], slice_sizes: &[i64]) -> BResult<XlaOp> {
+    pub fn dynamic_slice(
+        &mut self,
+        x: XlaOp,
+        start_indices: &[XlaOp],
+        slice_sizes: &[i64],
+    ) -> BResult<XlaOp> {
         let mut ops = vec![x];
         ops.extend_from_slice(start_indices);
-        let attrs = Attrs { dynamic_slice_sizes: Some(slice_sizes.to_vec()), ..Default::default() };
+        let attrs = Attrs {
+            dynamic_slice_sizes: Some(slice_sizes.to_vec()),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::DynamicSlice, &ops, attrs, None)
     }
 
     /// `DynamicUpdateSlice(operand, update, start_indices)`.
-    pub fn dynamic_update_slice(&mut self, x: XlaOp, update: XlaOp, start_indices: &[XlaOp]) -> BResult<XlaOp> {
+    pub fn dynamic_update_slice(
+        &mut self,
+        x: XlaOp,
+        update: XlaOp,
+        start_indices: &[XlaOp],
+    ) -> BResult<XlaOp> {
         let mut ops = vec![x, update];
         ops.extend_from_slice(start_indices);
         self.add_instruction(Opcode::DynamicUpdateSlice, &ops, Attrs::default(), None)
@@ -134,14 +193,23 @@ impl XlaBuilder {
 
     /// `Pad(operand, padding_value, padding_config)` with `(low, high, interior)` per dimension.
     pub fn pad(&mut self, x: XlaOp, value: XlaOp, config: &[(i64, i64, i64)]) -> BResult<XlaOp> {
-        let padding = config.iter().map(|&(lo, hi, interior)| PadDim { lo, hi, interior }).collect();
-        let attrs = Attrs { padding: Some(padding), ..Default::default() };
+        let padding = config
+            .iter()
+            .map(|&(lo, hi, interior)| PadDim { lo, hi, interior })
+            .collect();
+        let attrs = Attrs {
+            padding: Some(padding),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Pad, &[x, value], attrs, None)
     }
 
     /// `ConcatInDim(operands, dimension)`.
     pub fn concat_in_dim(&mut self, xs: &[XlaOp], dimension: i64) -> BResult<XlaOp> {
-        let attrs = Attrs { dimensions: Some(vec![dimension]), ..Default::default() };
+        let attrs = Attrs {
+            dimensions: Some(vec![dimension]),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Concatenate, xs, attrs, None)
     }
 
@@ -200,8 +268,16 @@ impl XlaBuilder {
 
     /// `GetDimensionSize(operand, dimension)` → s32 scalar.
     pub fn get_dimension_size(&mut self, x: XlaOp, dimension: i64) -> BResult<XlaOp> {
-        let attrs = Attrs { dimensions: Some(vec![dimension]), ..Default::default() };
-        self.add_instruction(Opcode::GetDimensionSize, &[x], attrs, Some(Shape::scalar(ElementType::S32)))
+        let attrs = Attrs {
+            dimensions: Some(vec![dimension]),
+            ..Default::default()
+        };
+        self.add_instruction(
+            Opcode::GetDimensionSize,
+            &[x],
+            attrs,
+            Some(Shape::scalar(ElementType::S32)),
+        )
     }
 
     /// `SetDimensionSize(operand, size, dimension)`: the dimension becomes dynamic with its
@@ -215,7 +291,15 @@ impl XlaBuilder {
             )));
         }
         s.dynamic[dimension as usize] = true;
-        let attrs = Attrs { dimensions: Some(vec![dimension]), ..Default::default() };
-        self.add_instruction(Opcode::SetDimensionSize, &[x, size], attrs, Some(Shape::Array(s)))
+        let attrs = Attrs {
+            dimensions: Some(vec![dimension]),
+            ..Default::default()
+        };
+        self.add_instruction(
+            Opcode::SetDimensionSize,
+            &[x, size],
+            attrs,
+            Some(Shape::Array(s)),
+        )
     }
 }

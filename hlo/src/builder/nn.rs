@@ -18,7 +18,12 @@ pub enum Padding {
 
 /// `(low, high)` padding per spatial dimension for `padding` (XLA's MakePadding): for SAME,
 /// the total `max((out − 1)·stride + effective_window − input, 0)` is split low = total / 2.
-pub fn make_padding(input: &[i64], window: &[i64], strides: &[i64], padding: Padding) -> Vec<(i64, i64)> {
+pub fn make_padding(
+    input: &[i64],
+    window: &[i64],
+    strides: &[i64],
+    padding: Padding,
+) -> Vec<(i64, i64)> {
     input
         .iter()
         .zip(window)
@@ -44,16 +49,32 @@ pub struct DotDimensionNumbers {
     pub rhs_batch_dims: Vec<i64>,
 }
 
-fn window(sizes: &[i64], strides: &[i64], padding: &[(i64, i64)], lhs_dil: &[i64], rhs_dil: &[i64]) -> BResult<Vec<WindowDim>> {
+fn window(
+    sizes: &[i64],
+    strides: &[i64],
+    padding: &[(i64, i64)],
+    lhs_dil: &[i64],
+    rhs_dil: &[i64],
+) -> BResult<Vec<WindowDim>> {
     let n = sizes.len();
     let get = |v: &[i64], i: usize, d: i64| if v.is_empty() { d } else { v[i] };
-    for (what, v) in [("strides", strides), ("lhs_dilation", lhs_dil), ("rhs_dilation", rhs_dil)] {
+    for (what, v) in [
+        ("strides", strides),
+        ("lhs_dilation", lhs_dil),
+        ("rhs_dilation", rhs_dil),
+    ] {
         if !v.is_empty() && v.len() != n {
-            return Err(err(format!("window: {what} has {} entries, expected {n}", v.len())));
+            return Err(err(format!(
+                "window: {what} has {} entries, expected {n}",
+                v.len()
+            )));
         }
     }
     if !padding.is_empty() && padding.len() != n {
-        return Err(err(format!("window: padding has {} entries, expected {n}", padding.len())));
+        return Err(err(format!(
+            "window: padding has {} entries, expected {n}",
+            padding.len()
+        )));
     }
     Ok((0..n)
         .map(|i| WindowDim {
@@ -124,11 +145,19 @@ impl XlaBuilder {
     }
 
     /// `Conv(lhs, rhs, window_strides, padding)` with SAME or VALID padding.
-    pub fn conv(&mut self, lhs: XlaOp, rhs: XlaOp, strides: &[i64], padding: Padding) -> BResult<XlaOp> {
+    pub fn conv(
+        &mut self,
+        lhs: XlaOp,
+        rhs: XlaOp,
+        strides: &[i64],
+        padding: Padding,
+    ) -> BResult<XlaOp> {
         let l = self.array_shape(lhs, "convolution")?;
         let r = self.array_shape(rhs, "convolution")?;
         if l.rank() < 2 || r.rank() != l.rank() {
-            return Err(err(format!("convolution: lhs {l} and rhs {r} must have the same rank ≥ 2")));
+            return Err(err(format!(
+                "convolution: lhs {l} and rhs {r} must have the same rank ≥ 2"
+            )));
         }
         let pads = make_padding(&l.dims[2..], &r.dims[2..], strides, padding);
         self.conv_with_general_padding(lhs, rhs, strides, &pads)
@@ -189,7 +218,11 @@ impl XlaBuilder {
         let c = self.embed(computation);
         let mut ops = operands.to_vec();
         ops.extend_from_slice(init_values);
-        let attrs = Attrs { dimensions: Some(dimensions.to_vec()), to_apply: Some(c), ..Default::default() };
+        let attrs = Attrs {
+            dimensions: Some(dimensions.to_vec()),
+            to_apply: Some(c),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Reduce, &ops, attrs, None)
     }
 
@@ -206,11 +239,21 @@ impl XlaBuilder {
         window_dilations: &[i64],
         padding: &[(i64, i64)],
     ) -> BResult<XlaOp> {
-        let w = window(window_dimensions, window_strides, padding, base_dilations, window_dilations)?;
+        let w = window(
+            window_dimensions,
+            window_strides,
+            padding,
+            base_dilations,
+            window_dilations,
+        )?;
         let c = self.embed(computation);
         let mut ops = operands.to_vec();
         ops.extend_from_slice(init_values);
-        let attrs = Attrs { window: Some(w), to_apply: Some(c), ..Default::default() };
+        let attrs = Attrs {
+            window: Some(w),
+            to_apply: Some(c),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::ReduceWindow, &ops, attrs, None)
     }
 
@@ -227,7 +270,16 @@ impl XlaBuilder {
     ) -> BResult<XlaOp> {
         let s = self.array_shape(operand, "reduce-window")?;
         let pads = make_padding(&s.dims, window_dimensions, window_strides, padding);
-        self.reduce_window(&[operand], &[init], computation, window_dimensions, window_strides, &[], &[], &pads)
+        self.reduce_window(
+            &[operand],
+            &[init],
+            computation,
+            window_dimensions,
+            window_strides,
+            &[],
+            &[],
+            &pads,
+        )
     }
 
     /// `SelectAndScatter(operand, select, window_dimensions, window_strides, padding, source,
@@ -247,12 +299,28 @@ impl XlaBuilder {
         let w = window(window_dimensions, window_strides, padding, &[], &[])?;
         let sel = self.embed(select);
         let sc = self.embed(scatter);
-        let attrs = Attrs { window: Some(w), select: Some(sel), scatter: Some(sc), ..Default::default() };
-        self.add_instruction(Opcode::SelectAndScatter, &[operand, source, init], attrs, None)
+        let attrs = Attrs {
+            window: Some(w),
+            select: Some(sel),
+            scatter: Some(sc),
+            ..Default::default()
+        };
+        self.add_instruction(
+            Opcode::SelectAndScatter,
+            &[operand, source, init],
+            attrs,
+            None,
+        )
     }
 
     /// `Sort(operands, comparator, dimension, is_stable)`.
-    pub fn sort(&mut self, operands: &[XlaOp], comparator: &XlaComputation, dimension: i64, is_stable: bool) -> BResult<XlaOp> {
+    pub fn sort(
+        &mut self,
+        operands: &[XlaOp],
+        comparator: &XlaComputation,
+        dimension: i64,
+        is_stable: bool,
+    ) -> BResult<XlaOp> {
         let c = self.embed(comparator);
         let attrs = Attrs {
             dimensions: Some(vec![dimension]),
@@ -287,19 +355,30 @@ impl XlaBuilder {
     /// `TopK(operand, k, largest)`: the k largest (or smallest) entries of the last dimension
     /// and their indices.
     pub fn top_k(&mut self, operand: XlaOp, k: i64, largest: bool) -> BResult<XlaOp> {
-        let attrs = Attrs { k: Some(k), largest: Some(largest), ..Default::default() };
+        let attrs = Attrs {
+            k: Some(k),
+            largest: Some(largest),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::TopK, &[operand], attrs, None)
     }
 
     /// `Fft(operand, fft_type, fft_length)`.
     pub fn fft(&mut self, operand: XlaOp, fft_type: FftType, fft_length: &[i64]) -> BResult<XlaOp> {
-        let attrs = Attrs { fft_type: Some(fft_type), fft_length: Some(fft_length.to_vec()), ..Default::default() };
+        let attrs = Attrs {
+            fft_type: Some(fft_type),
+            fft_length: Some(fft_length.to_vec()),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Fft, &[operand], attrs, None)
     }
 
     /// `Cholesky(a, lower)`.
     pub fn cholesky(&mut self, a: XlaOp, lower: bool) -> BResult<XlaOp> {
-        let attrs = Attrs { lower: Some(lower), ..Default::default() };
+        let attrs = Attrs {
+            lower: Some(lower),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Cholesky, &[a], attrs, None)
     }
 
@@ -313,8 +392,16 @@ impl XlaBuilder {
         unit_diagonal: bool,
         transpose_a: TransposeKind,
     ) -> BResult<XlaOp> {
-        let o = TriangularSolveOptions { left_side, lower, unit_diagonal, transpose_a };
-        let attrs = Attrs { triangular_solve_options: Some(o), ..Default::default() };
+        let o = TriangularSolveOptions {
+            left_side,
+            lower,
+            unit_diagonal,
+            transpose_a,
+        };
+        let attrs = Attrs {
+            triangular_solve_options: Some(o),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::TriangularSolve, &[a, b], attrs, None)
     }
 
@@ -327,8 +414,17 @@ impl XlaBuilder {
         epsilon: f32,
         feature_index: i64,
     ) -> BResult<XlaOp> {
-        let attrs = Attrs { epsilon: Some(epsilon), feature_index: Some(feature_index), ..Default::default() };
-        self.add_instruction(Opcode::BatchNormTraining, &[operand, scale, offset], attrs, None)
+        let attrs = Attrs {
+            epsilon: Some(epsilon),
+            feature_index: Some(feature_index),
+            ..Default::default()
+        };
+        self.add_instruction(
+            Opcode::BatchNormTraining,
+            &[operand, scale, offset],
+            attrs,
+            None,
+        )
     }
 
     /// `BatchNormInference(operand, scale, offset, mean, variance, epsilon, feature_index)`.
@@ -343,8 +439,17 @@ impl XlaBuilder {
         epsilon: f32,
         feature_index: i64,
     ) -> BResult<XlaOp> {
-        let attrs = Attrs { epsilon: Some(epsilon), feature_index: Some(feature_index), ..Default::default() };
-        self.add_instruction(Opcode::BatchNormInference, &[operand, scale, offset, mean, variance], attrs, None)
+        let attrs = Attrs {
+            epsilon: Some(epsilon),
+            feature_index: Some(feature_index),
+            ..Default::default()
+        };
+        self.add_instruction(
+            Opcode::BatchNormInference,
+            &[operand, scale, offset, mean, variance],
+            attrs,
+            None,
+        )
     }
 
     /// `BatchNormGrad(operand, scale, mean, variance, grad_output, epsilon, feature_index)`
@@ -360,7 +465,16 @@ impl XlaBuilder {
         epsilon: f32,
         feature_index: i64,
     ) -> BResult<XlaOp> {
-        let attrs = Attrs { epsilon: Some(epsilon), feature_index: Some(feature_index), ..Default::default() };
-        self.add_instruction(Opcode::BatchNormGrad, &[operand, scale, mean, variance, grad_output], attrs, None)
+        let attrs = Attrs {
+            epsilon: Some(epsilon),
+            feature_index: Some(feature_index),
+            ..Default::default()
+        };
+        self.add_instruction(
+            Opcode::BatchNormGrad,
+            &[operand, scale, mean, variance, grad_output],
+            attrs,
+            None,
+        )
     }
 }

@@ -13,14 +13,27 @@ fn groups(g: &[Vec<i64>]) -> Option<ReplicaGroups> {
 impl XlaBuilder {
     /// `AllReduce(operand, computation, replica_groups)`; `operand` may be a tuple-producing
     /// list of several operands.
-    pub fn all_reduce(&mut self, operands: &[XlaOp], computation: &XlaComputation, replica_groups: &[Vec<i64>]) -> BResult<XlaOp> {
+    pub fn all_reduce(
+        &mut self,
+        operands: &[XlaOp],
+        computation: &XlaComputation,
+        replica_groups: &[Vec<i64>],
+    ) -> BResult<XlaOp> {
         let c = self.embed(computation);
-        let attrs = Attrs { to_apply: Some(c), replica_groups: groups(replica_groups), ..Default::default() };
+        let attrs = Attrs {
+            to_apply: Some(c),
+            replica_groups: groups(replica_groups),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::AllReduce, operands, attrs, None)
     }
 
     /// The older `CrossReplicaSum(operand, replica_groups)`: an all-reduce with addition.
-    pub fn cross_replica_sum(&mut self, operand: XlaOp, replica_groups: &[Vec<i64>]) -> BResult<XlaOp> {
+    pub fn cross_replica_sum(
+        &mut self,
+        operand: XlaOp,
+        replica_groups: &[Vec<i64>],
+    ) -> BResult<XlaOp> {
         let ty = self.array_shape(operand, "cross-replica-sum")?.ty;
         let mut sb = XlaBuilder::new("sum");
         let a = sb.parameter(0, Shape::scalar(ty), "")?;
@@ -31,13 +44,26 @@ impl XlaBuilder {
     }
 
     /// `AllGather(operand, all_gather_dimension, shard_count, replica_groups)`.
-    pub fn all_gather(&mut self, operand: XlaOp, dimension: i64, replica_groups: &[Vec<i64>]) -> BResult<XlaOp> {
+    pub fn all_gather(
+        &mut self,
+        operand: XlaOp,
+        dimension: i64,
+        replica_groups: &[Vec<i64>],
+    ) -> BResult<XlaOp> {
         let mut s = self.array_shape(operand, "all-gather")?;
         let n = self.group_size(replica_groups);
         let d = usize::try_from(dimension).ok().filter(|&d| d < s.rank());
-        let d = d.ok_or_else(|| err(format!("all-gather: dimension {dimension} out of range for {s}")))?;
+        let d = d.ok_or_else(|| {
+            err(format!(
+                "all-gather: dimension {dimension} out of range for {s}"
+            ))
+        })?;
         s.dims[d] *= n;
-        let attrs = Attrs { dimensions: Some(vec![dimension]), replica_groups: groups(replica_groups), ..Default::default() };
+        let attrs = Attrs {
+            dimensions: Some(vec![dimension]),
+            replica_groups: groups(replica_groups),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::AllGather, &[operand], attrs, Some(Shape::Array(s)))
     }
 
@@ -52,7 +78,11 @@ impl XlaBuilder {
         let mut s = self.array_shape(operand, "reduce-scatter")?;
         let n = self.group_size(replica_groups);
         let d = usize::try_from(dimension).ok().filter(|&d| d < s.rank());
-        let d = d.ok_or_else(|| err(format!("reduce-scatter: dimension {dimension} out of range for {s}")))?;
+        let d = d.ok_or_else(|| {
+            err(format!(
+                "reduce-scatter: dimension {dimension} out of range for {s}"
+            ))
+        })?;
         if n == 0 || s.dims[d] % n != 0 {
             return Err(err(format!(
                 "reduce-scatter: dimension {dimension} of size {} is not divisible by the group size {n}",
@@ -67,7 +97,12 @@ impl XlaBuilder {
             replica_groups: groups(replica_groups),
             ..Default::default()
         };
-        self.add_instruction(Opcode::ReduceScatter, &[operand], attrs, Some(Shape::Array(s)))
+        self.add_instruction(
+            Opcode::ReduceScatter,
+            &[operand],
+            attrs,
+            Some(Shape::Array(s)),
+        )
     }
 
     /// `AllToAll(operand, split_dimension, concat_dimension, split_count, replica_groups)`.
@@ -95,7 +130,11 @@ impl XlaBuilder {
                 s.dims[sd]
             )));
         }
-        let attrs = Attrs { dimensions: Some(vec![split_dimension]), replica_groups: groups(replica_groups), ..Default::default() };
+        let attrs = Attrs {
+            dimensions: Some(vec![split_dimension]),
+            replica_groups: groups(replica_groups),
+            ..Default::default()
+        };
         let a2a = self.add_instruction(Opcode::AllToAll, &[operand], attrs, None)?;
         if sd == cd {
             return Ok(a2a);
@@ -106,8 +145,13 @@ impl XlaBuilder {
         split.insert(sd, split_count);
         let r1 = self.reshape(a2a, &split)?;
         let cd_in_split = if cd > sd { cd + 1 } else { cd };
-        let mut perm: Vec<i64> = (0..split.len() as i64).filter(|&d| d != sd as i64).collect();
-        let pos = perm.iter().position(|&d| d == cd_in_split as i64).unwrap_or(0);
+        let mut perm: Vec<i64> = (0..split.len() as i64)
+            .filter(|&d| d != sd as i64)
+            .collect();
+        let pos = perm
+            .iter()
+            .position(|&d| d == cd_in_split as i64)
+            .unwrap_or(0);
         perm.insert(pos, sd as i64);
         let t = self.transpose(r1, &perm)?;
         let mut out = s.dims.clone();
@@ -117,8 +161,15 @@ impl XlaBuilder {
     }
 
     /// `CollectivePermute(operand, source_target_pairs)`.
-    pub fn collective_permute(&mut self, operand: XlaOp, source_target_pairs: &[(i64, i64)]) -> BResult<XlaOp> {
-        let attrs = Attrs { source_target_pairs: Some(source_target_pairs.to_vec()), ..Default::default() };
+    pub fn collective_permute(
+        &mut self,
+        operand: XlaOp,
+        source_target_pairs: &[(i64, i64)],
+    ) -> BResult<XlaOp> {
+        let attrs = Attrs {
+            source_target_pairs: Some(source_target_pairs.to_vec()),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::CollectivePermute, &[operand], attrs, None)
     }
 
@@ -138,12 +189,26 @@ impl XlaBuilder {
     /// `Outfeed(operand, token, shape_with_layout, outfeed_config)` → token.
     pub fn outfeed(&mut self, operand: XlaOp, token: XlaOp) -> BResult<XlaOp> {
         let shape = self.shape(operand).clone();
-        let attrs = Attrs { outfeed_shape: Some(shape), ..Default::default() };
-        self.add_instruction(Opcode::Outfeed, &[operand, token], attrs, Some(Shape::Token))
+        let attrs = Attrs {
+            outfeed_shape: Some(shape),
+            ..Default::default()
+        };
+        self.add_instruction(
+            Opcode::Outfeed,
+            &[operand, token],
+            attrs,
+            Some(Shape::Token),
+        )
     }
 
     /// `Send(operand, token, channel)`: emits `send` + `send-done`; returns the done token.
-    pub fn send(&mut self, operand: XlaOp, token: XlaOp, channel_id: i64, is_host_transfer: bool) -> BResult<XlaOp> {
+    pub fn send(
+        &mut self,
+        operand: XlaOp,
+        token: XlaOp,
+        channel_id: i64,
+        is_host_transfer: bool,
+    ) -> BResult<XlaOp> {
         let data = self.shape(operand).clone();
         let attrs = Attrs {
             channel_id: Some(channel_id),
@@ -156,26 +221,47 @@ impl XlaBuilder {
     }
 
     /// `Recv(token, shape, channel)`: emits `recv` + `recv-done`; returns `(data, token)`.
-    pub fn recv(&mut self, token: XlaOp, shape: Shape, channel_id: i64, is_host_transfer: bool) -> BResult<XlaOp> {
+    pub fn recv(
+        &mut self,
+        token: XlaOp,
+        shape: Shape,
+        channel_id: i64,
+        is_host_transfer: bool,
+    ) -> BResult<XlaOp> {
         let attrs = Attrs {
             channel_id: Some(channel_id),
             is_host_transfer: is_host_transfer.then_some(true),
             ..Default::default()
         };
-        let ty = Shape::Tuple(vec![shape.clone(), Shape::scalar(ElementType::U32), Shape::Token]);
+        let ty = Shape::Tuple(vec![
+            shape.clone(),
+            Shape::scalar(ElementType::U32),
+            Shape::Token,
+        ]);
         let r = self.add_instruction(Opcode::Recv, &[token], attrs.clone(), Some(ty))?;
-        self.add_instruction(Opcode::RecvDone, &[r], attrs, Some(Shape::Tuple(vec![shape, Shape::Token])))
+        self.add_instruction(
+            Opcode::RecvDone,
+            &[r],
+            attrs,
+            Some(Shape::Tuple(vec![shape, Shape::Token])),
+        )
     }
 
     /// `RngUniform(a, b, shape)`: uniform in `[a, b)`.
     pub fn rng_uniform(&mut self, a: XlaOp, b: XlaOp, shape: ArrayShape) -> BResult<XlaOp> {
-        let attrs = Attrs { distribution: Some(RngDistribution::Uniform), ..Default::default() };
+        let attrs = Attrs {
+            distribution: Some(RngDistribution::Uniform),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Rng, &[a, b], attrs, Some(Shape::Array(shape)))
     }
 
     /// `RngNormal(mu, sigma, shape)`.
     pub fn rng_normal(&mut self, mu: XlaOp, sigma: XlaOp, shape: ArrayShape) -> BResult<XlaOp> {
-        let attrs = Attrs { distribution: Some(RngDistribution::Normal), ..Default::default() };
+        let attrs = Attrs {
+            distribution: Some(RngDistribution::Normal),
+            ..Default::default()
+        };
         self.add_instruction(Opcode::Rng, &[mu, sigma], attrs, Some(Shape::Array(shape)))
     }
 
@@ -184,7 +270,9 @@ impl XlaBuilder {
     pub fn rng_bernoulli(&mut self, mean: XlaOp, dims: &[i64]) -> BResult<XlaOp> {
         let m = self.array_shape(mean, "rng-bernoulli")?;
         if m.ty != ElementType::F32 || !m.is_scalar() {
-            return Err(err(format!("rng-bernoulli: mean must be an f32 scalar, got {m}")));
+            return Err(err(format!(
+                "rng-bernoulli: mean must be an f32 scalar, got {m}"
+            )));
         }
         let zero = self.constant_f32(0.0)?;
         let one = self.constant_f32(1.0)?;
@@ -194,9 +282,22 @@ impl XlaBuilder {
     }
 
     /// `RngBitGenerator(algorithm, initial_state, shape)` → `(new_state, values)`.
-    pub fn rng_bit_generator(&mut self, algorithm: RngAlgorithm, state: XlaOp, shape: ArrayShape) -> BResult<XlaOp> {
+    pub fn rng_bit_generator(
+        &mut self,
+        algorithm: RngAlgorithm,
+        state: XlaOp,
+        shape: ArrayShape,
+    ) -> BResult<XlaOp> {
         let st = self.shape(state).clone();
-        let attrs = Attrs { rng_algorithm: Some(algorithm), ..Default::default() };
-        self.add_instruction(Opcode::RngBitGenerator, &[state], attrs, Some(Shape::Tuple(vec![st, Shape::Array(shape)])))
+        let attrs = Attrs {
+            rng_algorithm: Some(algorithm),
+            ..Default::default()
+        };
+        self.add_instruction(
+            Opcode::RngBitGenerator,
+            &[state],
+            attrs,
+            Some(Shape::Tuple(vec![st, Shape::Array(shape)])),
+        )
     }
 }

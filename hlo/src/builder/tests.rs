@@ -20,7 +20,15 @@ fn scalar_broadcast_emits_a_broadcast() {
     let r = b.add(x, s).unwrap();
     assert_eq!(b.shape(r), &Shape::array(F32, &[2, 3]));
     let c = b.build(r).unwrap();
-    assert_eq!(opcodes(&c), vec![Opcode::Parameter, Opcode::Constant, Opcode::Broadcast, Opcode::Add]);
+    assert_eq!(
+        opcodes(&c),
+        vec![
+            Opcode::Parameter,
+            Opcode::Constant,
+            Opcode::Broadcast,
+            Opcode::Add
+        ]
+    );
 }
 
 #[test]
@@ -32,7 +40,13 @@ fn vector_to_matrix_needs_broadcast_dimensions() {
     assert!(b.add_in_dim(x, v, &[0]).is_err());
     let r = b.add_in_dim(x, v, &[1]).unwrap();
     let c = b.build(r).unwrap();
-    let bc = c.module.entry().insts.values().find(|i| i.opcode == Opcode::Broadcast).unwrap();
+    let bc = c
+        .module
+        .entry()
+        .insts
+        .values()
+        .find(|i| i.opcode == Opcode::Broadcast)
+        .unwrap();
     assert_eq!(bc.attrs.dimensions, Some(vec![1]));
 }
 
@@ -106,5 +120,8 @@ fn older_dot_and_rng_bernoulli_forms() {
     assert_eq!(b.shape(d), &Shape::array(F32, &[2]));
     let mean = b.constant_f32(0.25).unwrap();
     let r = b.rng_bernoulli(mean, &[4]).unwrap();
-    assert_eq!(b.shape(r), &Shape::array(crate::types::ElementType::U32, &[4]));
+    assert_eq!(
+        b.shape(r),
+        &Shape::array(crate::types::ElementType::U32, &[4])
+    );
 }
