@@ -80,7 +80,9 @@ fn params(a: &ArchArgs) -> Result<MxuParams> {
 
 fn user(e: HwError) -> anyhow::Error {
     match e {
-        HwError::Unsupported(_) | HwError::BadInput(_) => anyhow::Error::new(UserError(e.to_string())),
+        HwError::Unsupported(_) | HwError::BadInput(_) => {
+            anyhow::Error::new(UserError(e.to_string()))
+        }
         other => anyhow::Error::new(other),
     }
 }
@@ -109,7 +111,10 @@ fn gen(g: GenArgs) -> Result<Outcome> {
     );
     if g.lint {
         hw::tools::lint(&g.output).map_err(user)?;
-        println!("verilator --lint-only -Wall: clean (waived: {})", hw::tools::LINT_WAIVERS.join(" "));
+        println!(
+            "verilator --lint-only -Wall: clean (waived: {})",
+            hw::tools::LINT_WAIVERS.join(" ")
+        );
     }
     Ok(Outcome::Ok)
 }
@@ -117,7 +122,9 @@ fn gen(g: GenArgs) -> Result<Outcome> {
 fn sim(s: SimArgs) -> Result<Outcome> {
     let p = params(&s.arch)?;
     if s.trials == 0 {
-        return Err(anyhow::Error::new(UserError("--trials must be at least 1".into())));
+        return Err(anyhow::Error::new(UserError(
+            "--trials must be at least 1".into(),
+        )));
     }
     let model = hw::flow::VerilatorModel::build(&p).map_err(user)?;
     println!(
@@ -126,7 +133,8 @@ fn sim(s: SimArgs) -> Result<Outcome> {
         if model.cached { "cached" } else { "built" },
         model.build_time.as_secs_f64()
     );
-    let rep = hw::flow::cosim_random(&p, &model, s.trials, s.seed, s.vcd.as_deref()).map_err(user)?;
+    let rep =
+        hw::flow::cosim_random(&p, &model, s.trials, s.seed, s.vcd.as_deref()).map_err(user)?;
     println!(
         "trials: {}  operations: {}  result rows: {}  cycles: {}  mismatches: {}",
         rep.trials, rep.ops, rep.result_rows, rep.cycles, rep.mismatches

@@ -5,10 +5,15 @@ fn main() {
         rows: a[1].parse().unwrap(),
         cols: a[2].parse().unwrap(),
         acc_rows: a[3].parse().unwrap(),
-        mode: if a[4] == "bf16" { hw::Mode::Bf16 } else { hw::Mode::Int8 },
+        mode: if a[4] == "bf16" {
+            hw::Mode::Bf16
+        } else {
+            hw::Mode::Int8
+        },
     };
     let m = hw::flow::VerilatorModel::build(&p).unwrap();
     println!("built in {:?} cached {}", m.build_time, m.cached);
-    let r = hw::flow::cosim_random(&p, &m, a[5].parse().unwrap(), a[6].parse().unwrap(), None).unwrap();
+    let r =
+        hw::flow::cosim_random(&p, &m, a[5].parse().unwrap(), a[6].parse().unwrap(), None).unwrap();
     println!("{r:?}");
 }

@@ -1,7 +1,7 @@
 //! The user-level flows behind `systole rtl sim`: build the Verilator model once (cached), then
 //! run trials of random op sequences through it and through the reference, comparing everything.
 
-use crate::cosim::{self, Expected, Reference, SimReference};
+use crate::cosim::{self, Actual, Expected, Reference, SimReference};
 use crate::ops::{self, Issued, Rng};
 use crate::params::MxuParams;
 use crate::{emit, harness, tools, HwError};
@@ -72,7 +72,7 @@ pub fn run_sequence(
     vcd: Option<&Path>,
     trial: usize,
     rep: &mut CosimReport,
-) -> Result<Expected, HwError> {
+) -> Result<(Expected, Actual), HwError> {
     let t0 = Instant::now();
     let e = cosim::expect(p, seq, reference).map_err(HwError::BadInput)?;
     rep.ref_time += t0.elapsed();
@@ -96,7 +96,22 @@ pub fn run_sequence(
             .unwrap_or_else(|| "transcript differs from the reference".into());
         rep.first = Some((trial, msg));
     }
-    Ok(e)
+    Ok((e, a))
+}
+
+/// Runs one sequence from power-on through `rtl` and `reference` (a one-trial report).
+pub fn cosim_sequence(
+    p: &MxuParams,
+    rtl: &dyn RtlRunner,
+    seq: &[Issued],
+    reference: &mut dyn Reference,
+) -> Result<(CosimReport, Expected, Actual), HwError> {
+    let work = scratch_dir("seq")?;
+    let mut rep = CosimReport::default();
+    let r = run_sequence(p, seq, reference, rtl, &work, None, 0, &mut rep);
+    let _ = std::fs::remove_dir_all(&work);
+    let (e, a) = r?;
+    Ok((rep, e, a))
 }
 
 /// Random co-simulation: `trials` sequences from `seed`, each from power-on.
@@ -122,9 +137,11 @@ pub fn cosim_random(
     Ok(rep)
 }
 
-/// A fresh private scratch folder under the system temp dir.
+/// A fresh private scratch folder under the system temp dir (unique per process and call).
 pub fn scratch_dir(what: &str) -> Result<PathBuf, HwError> {
-    let d = std::env::temp_dir().join(format!("systole-{what}-{}", std::process::id()));
+    static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("systole-{what}-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&d).map_err(|e| tools::io_err(&d, e))?;
     Ok(d)
 }

@@ -53,3 +53,6 @@ impl MxuParams {
         Ok(p)
     }
 }
+
+#[cfg(test)]
+mod pe_tests;

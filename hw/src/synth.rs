@@ -94,7 +94,11 @@ pub fn parse_stat(log: &str) -> Vec<(String, u64)> {
         }
         if inside {
             let f: Vec<&str> = t.split_whitespace().collect();
-            match (f.len(), f.first(), f.get(1).and_then(|n| n.parse::<u64>().ok())) {
+            match (
+                f.len(),
+                f.first(),
+                f.get(1).and_then(|n| n.parse::<u64>().ok()),
+            ) {
                 (2, Some(name), Some(n)) => cells.push((name.to_string(), n)),
                 _ => inside = false,
             }
@@ -119,7 +123,15 @@ pub fn synthesize(p: &MxuParams, target: Target) -> Result<SynthReport, HwError>
     let ys = dir.join("synth.ys");
     tools::write(&ys, &script)?;
     let t0 = Instant::now();
-    let log = tools::run("yosys", Command::new("yosys").arg("-q").arg("-l").arg(dir.join("yosys.log")).arg("-s").arg(&ys))?;
+    let log = tools::run(
+        "yosys",
+        Command::new("yosys")
+            .arg("-q")
+            .arg("-l")
+            .arg(dir.join("yosys.log"))
+            .arg("-s")
+            .arg(&ys),
+    )?;
     let seconds = t0.elapsed().as_secs_f64();
     let full = std::fs::read_to_string(dir.join("yosys.log")).unwrap_or(log);
     let cells = parse_stat(&full);
@@ -170,7 +182,9 @@ impl NetlistModel {
 impl RtlRunner for NetlistModel {
     fn run(&self, stimulus: &Path, _vcd: Option<&Path>) -> Result<String, HwError> {
         let mut cmd = Command::new("vvp");
-        cmd.arg("-n").arg(&self.vvp).arg(format!("+stim={}", stimulus.display()));
+        cmd.arg("-n")
+            .arg(&self.vvp)
+            .arg(format!("+stim={}", stimulus.display()));
         tools::run("vvp", &mut cmd)
     }
 }

@@ -121,24 +121,44 @@ pub fn verilator_build(verilog: &str, harness_cpp: &str) -> Result<(PathBuf, boo
         ver.as_bytes(),
         flags.as_bytes(),
     ]);
-    let dir = cache_root().join(format!("vl-{key:016x}"));
+    let root = cache_root();
+    let dir = root.join(format!("vl-{key:016x}"));
     let bin = dir.join("obj").join("Vmxu");
     if dir.join("ok").exists() && bin.exists() {
         return Ok((bin, true));
     }
-    std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-    let v = dir.join("mxu.v");
-    let c = dir.join("harness.cpp");
+    // Build in a private folder, then rename it into place: concurrent builders of the same
+    // model (parallel tests) never see a half-built folder.
+    static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = root.join(format!("vl-{key:016x}.tmp-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| io_err(&tmp, e))?;
+    let v = tmp.join("mxu.v");
+    let c = tmp.join("harness.cpp");
     write(&v, verilog)?;
     write(&c, harness_cpp)?;
     let mut cmd = Command::new("verilator");
     cmd.args(flags.split_whitespace())
         .args(["--top-module", "mxu", "-Mdir"])
-        .arg(dir.join("obj"))
+        .arg(tmp.join("obj"))
         .args(["-o", "Vmxu", "-j", "2", "-CFLAGS", "-O1"])
         .arg(&v)
         .arg(&c);
-    run("verilator", &mut cmd)?;
-    write(&dir.join("ok"), "")?;
+    if let Err(e) = run("verilator", &mut cmd) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    write(&tmp.join("ok"), "")?;
+    if std::fs::rename(&tmp, &dir).is_err() {
+        // Another builder finished first: use its model.
+        let _ = std::fs::remove_dir_all(&tmp);
+        if !(dir.join("ok").exists() && bin.exists()) {
+            return Err(HwError::Tool {
+                tool: "verilator".into(),
+                msg: format!("cannot install the model into {}", dir.display()),
+            });
+        }
+    }
     Ok((bin, false))
 }
