@@ -3,7 +3,9 @@
 //! Exit codes: 0 success, 1 a check failed (mismatch, deadlock found), 2 bad input or usage.
 //! Each subcommand family lives in its own module (`cmd_*.rs`); this file only dispatches.
 
+mod cmd_arch;
 mod cmd_hlo;
+mod cmd_isa;
 mod cmd_rtl;
 mod cmd_sim;
 
@@ -11,7 +13,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "systole", version, about = "TPU-like accelerator simulator and hardware model")]
+#[command(
+    name = "systole",
+    version,
+    about = "TPU-like accelerator simulator and hardware model"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Command,
@@ -23,6 +29,12 @@ enum Command {
     Check(cmd_hlo::CheckArgs),
     /// Print an HLO module as canonical text (parse → print round-trips).
     Fmt(cmd_hlo::FmtArgs),
+    /// Assemble ISA text into a program file: `asm PROG.s -o PROG.bin`.
+    Asm(cmd_isa::AsmArgs),
+    /// Print a program file as ISA text (assembles back to the same program).
+    Disasm(cmd_isa::DisasmArgs),
+    /// Architecture presets: `arch list`, `arch show PRESET|FILE [--set K=V ...]`.
+    Arch(cmd_arch::ArchCmd),
     /// The MXU's RTL: `rtl gen`, `rtl sim` (co-simulation), `rtl synth` (Yosys).
     Rtl(cmd_rtl::RtlArgs),
     /// Run a program on the simulator: `sim PROG.s|PROG.bin --arch A [--timing-only] [--trace T.json] [--stats]`.
@@ -60,6 +72,9 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Command::Check(a) => cmd_hlo::check(a),
         Command::Fmt(a) => cmd_hlo::fmt(a),
+        Command::Asm(a) => cmd_isa::asm(a),
+        Command::Disasm(a) => cmd_isa::disasm(a),
+        Command::Arch(a) => cmd_arch::run(a),
         Command::Rtl(a) => cmd_rtl::run(a),
         Command::Sim(a) => cmd_sim::run(a),
     };

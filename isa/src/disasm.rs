@@ -41,7 +41,11 @@ pub fn disasm_with(p: &Program, opts: DisasmOptions) -> String {
             .iter()
             .map(|x| format!("({},{},{})", x.count, x.src_stride, x.dst_stride))
             .collect();
-        let _ = writeln!(out, ".dma {i} len={} dims=[{}]", d.len, dims.join(","));
+        if dims.is_empty() {
+            let _ = writeln!(out, ".dma {i} len={}", d.len);
+        } else {
+            let _ = writeln!(out, ".dma {i} len={} dims=[{}]", d.len, dims.join(","));
+        }
     }
     for s in &p.data {
         let hex: String = if s.bytes.is_empty() {
