@@ -24,6 +24,7 @@ pub mod interp;
 pub mod linalg;
 pub mod movement;
 pub mod reduce;
+pub mod replica;
 pub mod runtime;
 pub mod scatter;
 pub mod sort;
