@@ -20,6 +20,7 @@ pub use config::*;
 pub use error::ArchError;
 pub use overrides::{apply_override, parse_override};
 pub use presets::{preset_json, PRESETS};
+pub use validate::{MAX_ACC_ROWS, MAX_MXUS, MAX_MXU_DIM};
 
 impl ArchConfig {
     /// Parses and validates a config from JSON text; `origin` names the source in errors.

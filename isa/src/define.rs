@@ -218,6 +218,29 @@ macro_rules! define_isa {
                 }
             }
 
+            /// The `wait=` and `signal=` semaphores of a unit instruction (`(None, None)` for
+            /// sequencer instructions).
+            pub fn sync(&self) -> (Option<Sem>, Option<Sem>) {
+                let (mut wait, mut signal) = (None, None);
+                #[allow(unused_variables)]
+                match self {
+                    $(
+                        Inst::$name { $($kf,)* .. } => {
+                            $(
+                                if let Some(v) = Operand::as_opt_sem($kf) {
+                                    match stringify!($kf) {
+                                        "wait" => wait = v,
+                                        "signal" => signal = v,
+                                        _ => {}
+                                    }
+                                }
+                            )*
+                        }
+                    )*
+                }
+                (wait, signal)
+            }
+
             /// Calls `f` on every branch target operand.
             pub fn for_each_target(&mut self, f: &mut dyn FnMut(&mut Target)) {
                 #[allow(unused_variables)]

@@ -83,6 +83,10 @@ pub trait Operand: Sized + Copy {
     fn as_dtype(&self) -> Option<DType> {
         None
     }
+    /// The value, if this is an optional semaphore (`wait=` / `signal=`).
+    fn as_opt_sem(&self) -> Option<Option<Sem>> {
+        None
+    }
     /// Visits branch targets (for label resolution and relocation).
     fn visit_target(&mut self, _f: &mut dyn FnMut(&mut Target)) {}
     /// Random valid values of `bits` bits whose element types satisfy `tc`.
@@ -329,6 +333,9 @@ impl Operand for Option<Sem> {
     }
     fn default_value() -> Option<Self> {
         Some(None)
+    }
+    fn as_opt_sem(&self) -> Option<Option<Sem>> {
+        Some(*self)
     }
     #[cfg(any(test, feature = "arbitrary"))]
     fn strategy(bits: u32, tc: TypeClass) -> proptest::strategy::BoxedStrategy<Self> {

@@ -47,3 +47,59 @@ fn every_unit_instruction_can_synchronize() {
         assert_eq!(unit, has("wait") && has("signal"), "{}", row.mnemonic);
     }
 }
+
+#[test]
+fn field_widths_hold_the_arch_limits() {
+    // The arch crate's validation limits must be encodable in the table's fields.
+    let width = |m: &str, f: &str| {
+        let op = Opcode::from_mnemonic(m).unwrap();
+        op.info().fields.iter().find(|x| x.name == f).unwrap().bits
+    };
+    for m in ["mxu.ldw", "mxu.matmul", "mxu.st"] {
+        assert!(
+            (arch::MAX_MXUS as u64 - 1) < 1 << width(m, "mxu"),
+            "{m}.mxu"
+        );
+    }
+    assert!((arch::MAX_MXU_DIM as u64) < 1 << width("mxu.ldw", "k"));
+    assert!((arch::MAX_MXU_DIM as u64) < 1 << width("mxu.ldw", "n"));
+    assert!((arch::MAX_MXU_DIM as u64) < 1 << width("mxu.matmul", "k"));
+    assert!((arch::MAX_MXU_DIM as u64) < 1 << width("mxu.st", "n"));
+}
+
+#[test]
+fn sync_accessor_finds_wait_and_signal() {
+    use crate::{Inst, MemRef, SReg, Sem, Space};
+    let m = MemRef {
+        space: Space::Vmem,
+        base: SReg(0),
+        off: 0,
+    };
+    let i = Inst::Infeed {
+        dst: m,
+        len: 4,
+        wait: Some(Sem(3)),
+        signal: Some(Sem(7)),
+    };
+    assert_eq!(i.sync(), (Some(Sem(3)), Some(Sem(7))));
+    let i = Inst::Outfeed {
+        src: m,
+        len: 4,
+        wait: None,
+        signal: Some(Sem(1)),
+    };
+    assert_eq!(i.sync(), (None, Some(Sem(1))));
+    assert_eq!(Inst::Halt {}.sync(), (None, None));
+}
+
+#[test]
+fn prelude_example_assembles() {
+    // The example program in src/prelude.md (```asm block) must assemble and round-trip.
+    let pre = include_str!("../prelude.md");
+    let start = pre.find("```asm\n").expect("prelude has an ```asm example") + 7;
+    let end = start + pre[start..].find("```").unwrap();
+    let p = crate::asm::assemble(&pre[start..end])
+        .unwrap_or_else(|e| panic!("{}", e.render("prelude.md")));
+    assert!(p.code.len() > 5);
+    assert_eq!(crate::asm::assemble(&crate::disasm::disasm(&p)).unwrap(), p);
+}
