@@ -14,6 +14,7 @@
 mod define;
 pub mod asm;
 pub mod binary;
+pub mod builder;
 pub mod disasm;
 pub mod docs;
 mod inst;
@@ -22,6 +23,7 @@ mod program;
 mod table;
 mod word;
 
+pub use builder::{Builder, Label};
 pub use inst::{FieldInfo, InstInfo, TimingClass, Unit};
 pub use operand::{
     parse_int, AccAddr, CmpOp, Csr, DType, FmtCtx, MemRef, Operand, ParseCtx, RedOp, SReg, Sem,
