@@ -1,36 +1,44 @@
 //! Dot (DotGeneral) and convolution.
 //!
 //! Both take the result element type from `declared` when given (the "preferred element
-//! type", e.g. bf16 x bf16 -> f32); it must be of the same family as the operands (integers
-//! stay integers, floats stay floats, complex stays complex).
+//! type", e.g. bf16 x bf16 -> f32, s8 x s8 -> s32), following XLA's rules.
 
 use super::{array, dims_in_range, window_out, Args, InferResult};
 use crate::shape::ArrayShape;
-use crate::types::{ElementType, TypeKind};
+use crate::types::ElementType;
 
-/// The result element type: the declared one (same family as the operand type) or the
-/// operands' own.
+/// The result element type. Operands have the same element type, or two floating-point
+/// types of different precision (as XLA allows). The result is the declared type when given
+/// (the "preferred element type"; for non-floating operands it must not be narrower), else
+/// the more precise operand type.
 fn result_type(a: &Args, x: &ArrayShape, y: &ArrayShape) -> InferResult<ElementType> {
-    if x.ty != y.ty {
+    if x.ty != y.ty && !(x.ty.is_float() && y.ty.is_float()) {
         return Err(format!(
-            "operands of {} must have the same element type, got {} and {}",
+            "operands of {} must have the same element type (or both be floating-point), got {} and {}",
             a.op, x.ty, y.ty
         ));
     }
     if x.ty.is_pred() {
         return Err(format!("{} is not defined for element type pred", a.op));
     }
-    let Some(d) = a.declared else { return Ok(x.ty) };
+    let own = if y.ty.bits() > x.ty.bits() {
+        y.ty
+    } else {
+        x.ty
+    };
+    let Some(d) = a.declared else { return Ok(own) };
     let Some(d) = d.as_array() else {
         return Err(format!("result of {} must be an array, got {d}", a.op));
     };
-    let fam = |t: ElementType| match t.kind() {
-        TypeKind::Signed | TypeKind::Unsigned => 0,
-        k => k as u8 + 1,
-    };
-    if fam(d.ty) != fam(x.ty) {
+    if d.ty.is_pred() || (x.ty.is_complex() && !d.ty.is_complex()) {
         return Err(format!(
-            "{} of {} operands cannot produce {}; the result type must be of the same family",
+            "{} of {} operands cannot produce {}",
+            a.op, x.ty, d.ty
+        ));
+    }
+    if !x.ty.is_floating_or_complex() && d.ty.bits() < x.ty.bits() {
+        return Err(format!(
+            "{} of {} operands cannot produce the narrower {} (the preferred element type must not be narrower)",
             a.op, x.ty, d.ty
         ));
     }

@@ -272,7 +272,18 @@ fn dot_general() {
         ),
         Ok(sh(F32, &[2, 2]))
     );
-    assert!(inf(Opcode::Dot, &[bf.clone(), bf], &m, Some(&sh(S32, &[2, 2]))).is_err());
+    assert_eq!(
+        inf(Opcode::Dot, &[bf.clone(), bf], &m, Some(&sh(S32, &[2, 2]))),
+        Ok(sh(S32, &[2, 2]))
+    );
+    let i32s = sh(S32, &[2, 2]);
+    assert!(inf(
+        Opcode::Dot,
+        &[i32s.clone(), i32s],
+        &m,
+        Some(&sh(ElementType::S8, &[2, 2]))
+    )
+    .is_err());
 }
 
 #[test]

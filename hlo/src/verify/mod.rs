@@ -12,12 +12,15 @@
 //! 3. every instruction ([`check_instruction`]): shapes well formed (ranks, byte sizes,
 //!    nesting, layouts), operand count per the opcode table, and the declared result shape
 //!    equal (ignoring layouts) to the one [`crate::infer::infer_shape`] computes from the
-//!    operands and attributes, which enforces each op's documented constraints.
+//!    operands and attributes, which enforces each op's documented constraints;
+//! 4. computations applied per element (reducers, comparators, map functions) are pure
+//!    ([`purity`]).
 //!
 //! All problems found are reported (one per instruction at most), in source order, each at
 //! the offending instruction's span (the instruction name). An instruction whose operand is
 //! itself in error is skipped, so one mistake is reported once.
 
+mod purity;
 mod structure;
 #[cfg(test)]
 mod tests;
@@ -64,6 +67,7 @@ pub fn verify(m: &Module) -> Result<(), Error> {
             called: &called,
             replica_count: rc.clamp(1, MAX_REPLICAS),
         };
+        purity::check(m, &mut push);
         for (ci, comp) in m.comps.iter() {
             check_computation(&cx, comp, &mut |i, d| push(ci.index(), i, d));
         }

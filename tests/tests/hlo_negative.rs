@@ -1,0 +1,143 @@
+//! The negative suite: every `tests/negative/NNN_name.hlo` is malformed or ill-typed, and
+//! its first line says how: `// expect: LINE:COL substring` (or `// expect: LINE substring`
+//! when the column is not meaningful). Parse + verify must fail, and the first diagnostic
+//! must be on that line (and column) with a message containing the substring. When a built
+//! `systole` binary with a `check` subcommand sits next to this test's target directory,
+//! `systole check FILE` must also exit with code 2 and print the message.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Expect {
+    line: u32,
+    col: Option<u32>,
+    msg: String,
+}
+
+fn parse_expect(first: &str) -> Result<Expect, String> {
+    let rest = first
+        .strip_prefix("// expect: ")
+        .ok_or("first line must be `// expect: LINE[:COL] message`")?;
+    let (loc, msg) = rest.split_once(' ').ok_or("missing message")?;
+    let (line, col) = match loc.split_once(':') {
+        Some((l, c)) => (l, Some(c.parse().map_err(|_| format!("bad column {c}"))?)),
+        None => (loc, None),
+    };
+    let line = line.parse().map_err(|_| format!("bad line {line}"))?;
+    Ok(Expect {
+        line,
+        col,
+        msg: msg.trim().to_string(),
+    })
+}
+
+fn files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("negative");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/negative exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hlo"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Checks one file against its expectation; returns a description of the mismatch.
+fn check_file(path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let exp = parse_expect(text.lines().next().unwrap_or(""))?;
+    let err = match hlo::parse(&text) {
+        Err(e) => e,
+        Ok(m) => match hlo::verify(&m) {
+            Err(e) => e,
+            Ok(()) => return Err("parsed and verified without error".into()),
+        },
+    };
+    let first = match &err {
+        hlo::Error::Parse(d) => d.clone(),
+        hlo::Error::Verify(ds) => ds.first().cloned().ok_or("empty diagnostic list")?,
+        hlo::Error::Build(m) => return Err(format!("unexpected builder error {m}")),
+    };
+    let loc_ok = first.span.line == exp.line && exp.col.is_none_or(|c| c == first.span.col);
+    if !loc_ok || !first.message.contains(&exp.msg) {
+        return Err(format!(
+            "expected {}:{} `{}`, got {}:{} `{}`",
+            exp.line,
+            exp.col.map(|c| c.to_string()).unwrap_or("*".into()),
+            exp.msg,
+            first.span.line,
+            first.span.col,
+            first.message
+        ));
+    }
+    // The rendered form names the file, line and column and shows a caret under the line.
+    let rendered = err.render("f.hlo", &text);
+    let has_line = text.lines().count() >= exp.line as usize;
+    if !rendered.starts_with(&format!("f.hlo:{}:", exp.line))
+        || (has_line && !rendered.contains('^'))
+    {
+        return Err(format!("bad rendering:\n{rendered}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn negative_suite_fails_where_expected() {
+    let files = files();
+    assert!(
+        files.len() >= 60,
+        "the negative suite must have at least 60 files, found {}",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for f in &files {
+        if let Err(e) = check_file(f) {
+            failures.push(format!("{}: {e}", f.file_name().unwrap().to_string_lossy()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} negative cases failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+}
+
+/// `target/<profile>/systole`, if it was built and has a `check` subcommand.
+fn systole_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let profile_dir = exe.parent()?.parent()?;
+    let bin = profile_dir.join(format!("systole{}", std::env::consts::EXE_SUFFIX));
+    let ok = Command::new(&bin)
+        .args(["check", "--help"])
+        .output()
+        .ok()?
+        .status
+        .success();
+    ok.then_some(bin)
+}
+
+#[test]
+fn negative_suite_via_cli_exits_2() {
+    let Some(bin) = systole_binary() else {
+        eprintln!("systole binary with `check` not built next to the tests; CLI part skipped");
+        return;
+    };
+    let mut failures = Vec::new();
+    for f in files() {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let exp = parse_expect(text.lines().next().unwrap()).unwrap();
+        let out = Command::new(&bin).arg("check").arg(&f).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let loc = format!(":{}:", exp.line);
+        if out.status.code() != Some(2) || !stderr.contains(&exp.msg) || !stderr.contains(&loc) {
+            failures.push(format!(
+                "{}: exit {:?}, stderr {stderr}",
+                f.display(),
+                out.status.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
