@@ -1,6 +1,7 @@
 //! The negative suite: every `tests/negative/NNN_name.hlo` is malformed or ill-typed, and
 //! its first line says how: `// expect: LINE:COL substring` (or `// expect: LINE substring`
-//! when the column is not meaningful). Parse + verify must fail, and the first diagnostic
+//! when the column is not meaningful, or `// expect: - substring` for a module-level error
+//! with no location). Parse + verify must fail, and the first diagnostic
 //! must be on that line (and column) with a message containing the substring. When a built
 //! `systole` binary with a `check` subcommand sits next to this test's target directory,
 //! `systole check FILE` must also exit with code 2 and print the message.
@@ -19,6 +20,13 @@ fn parse_expect(first: &str) -> Result<Expect, String> {
         .strip_prefix("// expect: ")
         .ok_or("first line must be `// expect: LINE[:COL] message`")?;
     let (loc, msg) = rest.split_once(' ').ok_or("missing message")?;
+    if loc == "-" {
+        return Ok(Expect {
+            line: 0,
+            col: None,
+            msg: msg.trim().to_string(),
+        });
+    }
     let (line, col) = match loc.split_once(':') {
         Some((l, c)) => (l, Some(c.parse().map_err(|_| format!("bad column {c}"))?)),
         None => (loc, None),
@@ -72,10 +80,13 @@ fn check_file(path: &Path) -> Result<(), String> {
     }
     // The rendered form names the file, line and column and shows a caret under the line.
     let rendered = err.render("f.hlo", &text);
-    let has_line = text.lines().count() >= exp.line as usize;
-    if !rendered.starts_with(&format!("f.hlo:{}:", exp.line))
-        || (has_line && !rendered.contains('^'))
-    {
+    let has_line = exp.line > 0 && text.lines().count() >= exp.line as usize;
+    let prefix = if exp.line == 0 {
+        "f.hlo: error:".to_string()
+    } else {
+        format!("f.hlo:{}:", exp.line)
+    };
+    if !rendered.starts_with(&prefix) || (has_line && !rendered.contains('^')) {
         return Err(format!("bad rendering:\n{rendered}"));
     }
     Ok(())
@@ -130,7 +141,11 @@ fn negative_suite_via_cli_exits_2() {
         let exp = parse_expect(text.lines().next().unwrap()).unwrap();
         let out = Command::new(&bin).arg("check").arg(&f).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let loc = format!(":{}:", exp.line);
+        let loc = if exp.line == 0 {
+            ": error:".to_string()
+        } else {
+            format!(":{}:", exp.line)
+        };
         if out.status.code() != Some(2) || !stderr.contains(&exp.msg) || !stderr.contains(&loc) {
             failures.push(format!(
                 "{}: exit {:?}, stderr {stderr}",
