@@ -140,7 +140,7 @@ pub(super) fn all_to_all(a: &Args) -> InferResult {
 fn check_pairs(a: &Args) -> InferResult<()> {
     let pairs = a.req(&a.attrs.source_target_pairs, "source_target_pairs")?;
     let n = a.cx.replica_count;
-    let cap = usize::try_from(n).map_err(|_| format!("replica_count {n} is negative"))?;
+    let cap = super::replica_count_usize(n)?;
     let mut src = vec![false; cap];
     let mut dst = vec![false; cap];
     for &(s, t) in pairs {

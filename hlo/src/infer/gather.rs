@@ -29,10 +29,11 @@ fn index_layout(a: &Args, idx: &ArrayShape, what: &str) -> InferResult<(i64, Vec
 /// Checks the batching dimension pair (operand side, indices side).
 fn batching(
     a: &Args,
-    op_rank: usize,
-    idx_rank: usize,
+    x: &ArrayShape,
+    idx: &ArrayShape,
     names: (&str, &str),
 ) -> InferResult<(Vec<usize>, Vec<usize>)> {
+    let (op_rank, idx_rank) = (x.rank(), idx.rank());
     let none = Vec::new();
     let (ob, ib) = if a.op == crate::opcode::Opcode::Gather {
         (
@@ -63,6 +64,14 @@ fn batching(
             ob.len(),
             ib.len()
         ));
+    }
+    for (&o, &i) in ob.iter().zip(&ib) {
+        if x.dims[o] != idx.dims[i] {
+            return Err(format!(
+                "batching dimension {o} of the operand {x} (size {}) and dimension {i} of the indices {idx} (size {}) must have the same size",
+                x.dims[o], idx.dims[i]
+            ));
+        }
     }
     Ok((ob, ib))
 }
@@ -99,8 +108,8 @@ pub(super) fn gather(a: &Args) -> InferResult {
     )?;
     let (ob, _) = batching(
         a,
-        x.rank(),
-        idx.rank(),
+        x,
+        idx,
         ("operand_batching_dims", "start_indices_batching_dims"),
     )?;
     if let Some(d) = collapsed.iter().find(|d| ob.contains(d)) {
@@ -220,8 +229,8 @@ pub(super) fn scatter(a: &Args) -> InferResult {
     )?;
     let (ib, _) = batching(
         a,
-        x.rank(),
-        idx.rank(),
+        x,
+        idx,
         ("input_batching_dims", "scatter_indices_batching_dims"),
     )?;
     if let Some(d) = iwd.iter().find(|d| ib.contains(d)) {

@@ -61,6 +61,8 @@ impl InferCtx<'_> {
 pub const MAX_ARRAY_BYTES: u64 = 1 << 40;
 /// Deepest tuple nesting the verifier accepts.
 pub const MAX_TUPLE_DEPTH: usize = 64;
+/// Largest replica count accepted (bounds the per-replica bookkeeping of collectives).
+pub const MAX_REPLICAS: i64 = 1 << 16;
 /// Largest rank of an array.
 pub const MAX_RANK: usize = 64;
 
@@ -507,8 +509,7 @@ pub fn check_replica_groups(
     if groups.is_empty() {
         return Ok(groups);
     }
-    let n = usize::try_from(replica_count)
-        .map_err(|_| format!("replica_count {replica_count} is negative"))?;
+    let n = replica_count_usize(replica_count)?;
     let mut seen = vec![false; n];
     let size = groups[0].len();
     for grp in &groups {
@@ -540,4 +541,14 @@ pub fn check_replica_groups(
         ));
     }
     Ok(groups)
+}
+
+/// `replica_count` as a size, checked against [`MAX_REPLICAS`].
+pub(crate) fn replica_count_usize(replica_count: i64) -> InferResult<usize> {
+    if !(1..=MAX_REPLICAS).contains(&replica_count) {
+        return Err(format!(
+            "replica_count={replica_count} must be in 1..={MAX_REPLICAS}"
+        ));
+    }
+    Ok(replica_count as usize)
 }

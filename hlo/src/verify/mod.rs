@@ -26,12 +26,9 @@ mod structure;
 mod tests;
 
 use crate::diag::{Diagnostic, Error, Span};
-use crate::infer::{check_shape, infer_shape, InferCtx};
+use crate::infer::{check_shape, infer_shape, InferCtx, MAX_REPLICAS};
 use crate::ir::{CompId, Computation, Module};
 use crate::shape::{ProgramShape, Shape};
-
-/// Largest replica count the verifier accepts.
-pub const MAX_REPLICAS: i64 = 1 << 16;
 
 /// Verifies `m`; on failure returns [`Error::Verify`] with every problem found.
 pub fn verify(m: &Module) -> Result<(), Error> {
