@@ -53,6 +53,9 @@ struct SimArgs {
     trials: usize,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Operations per trial (default: random, 4 to 24). A long single trial measures speed.
+    #[arg(long)]
+    ops: Option<usize>,
     /// Write a VCD of the first trial.
     #[arg(long)]
     vcd: Option<PathBuf>,
@@ -121,6 +124,11 @@ fn gen(g: GenArgs) -> Result<Outcome> {
 
 fn sim(s: SimArgs) -> Result<Outcome> {
     let p = params(&s.arch)?;
+    if s.ops == Some(0) {
+        return Err(anyhow::Error::new(UserError(
+            "--ops must be at least 1".into(),
+        )));
+    }
     if s.trials == 0 {
         return Err(anyhow::Error::new(UserError(
             "--trials must be at least 1".into(),
@@ -133,16 +141,20 @@ fn sim(s: SimArgs) -> Result<Outcome> {
         if model.cached { "cached" } else { "built" },
         model.build_time.as_secs_f64()
     );
-    let rep =
-        hw::flow::cosim_random(&p, &model, s.trials, s.seed, s.vcd.as_deref()).map_err(user)?;
+    let rep = hw::flow::cosim_random(&p, &model, s.trials, s.seed, s.ops, s.vcd.as_deref())
+        .map_err(user)?;
     println!(
         "trials: {}  operations: {}  result rows: {}  cycles: {}  mismatches: {}",
         rep.trials, rep.ops, rep.result_rows, rep.cycles, rep.mismatches
     );
+    let rate = |t: std::time::Duration| rep.cycles as f64 / t.as_secs_f64().max(1e-9);
     println!(
-        "time: rtl {:.2} s, reference {:.3} s",
+        "time: rtl (Verilator, incl. process start and I/O) {:.3} s = {:.0} cycles/s; \
+         simulator's MXU model {:.4} s = {:.0} cycles/s",
         rep.rtl_time.as_secs_f64(),
-        rep.ref_time.as_secs_f64()
+        rate(rep.rtl_time),
+        rep.ref_time.as_secs_f64(),
+        rate(rep.ref_time)
     );
     if let Some(v) = &s.vcd {
         println!("vcd (trial 0): {}", v.display());
@@ -164,13 +176,14 @@ fn synth(s: SynthArgs) -> Result<Outcome> {
     };
     let rep = hw::synth::synthesize(&p, target).map_err(user)?;
     println!(
-        "{} on {}: DSP {}  LUT {}  FF {}  BRAM {}  ({:.1} s, yosys {})",
+        "{} on {}: DSP {}  LUT {}  FF {}  BRAM {}  LUTRAM {}  ({:.1} s, yosys {})",
         p.tag(),
         s.target,
         rep.dsp,
         rep.lut,
         rep.ff,
         rep.bram,
+        rep.lutram,
         rep.seconds,
         rep.yosys
     );
@@ -181,7 +194,8 @@ fn synth(s: SynthArgs) -> Result<Outcome> {
     );
     if s.netlist_trials > 0 {
         let net = hw::synth::NetlistModel::new(&p, target, &rep.netlist)?;
-        let cos = hw::flow::cosim_random(&p, &net, s.netlist_trials, s.seed, None).map_err(user)?;
+        let cos =
+            hw::flow::cosim_random(&p, &net, s.netlist_trials, s.seed, None, None).map_err(user)?;
         println!(
             "netlist simulation (iverilog): trials {}  operations {}  cycles {}  mismatches {}",
             cos.trials, cos.ops, cos.cycles, cos.mismatches

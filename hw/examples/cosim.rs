@@ -13,7 +13,14 @@ fn main() {
     };
     let m = hw::flow::VerilatorModel::build(&p).unwrap();
     println!("built in {:?} cached {}", m.build_time, m.cached);
-    let r =
-        hw::flow::cosim_random(&p, &m, a[5].parse().unwrap(), a[6].parse().unwrap(), None).unwrap();
+    let r = hw::flow::cosim_random(
+        &p,
+        &m,
+        a[5].parse().unwrap(),
+        a[6].parse().unwrap(),
+        None,
+        None,
+    )
+    .unwrap();
     println!("{r:?}");
 }

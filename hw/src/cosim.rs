@@ -248,7 +248,7 @@ pub fn first_mismatch(ops: &[Issued], e: &Expected, a: &Actual) -> Option<String
     // Results and starts interleave in time; report whichever diverges first.
     let mut first: Option<(u64, String)> = None;
     let mut note = |cycle: u64, msg: String| {
-        if first.as_ref().map_or(true, |(c, _)| cycle < *c) {
+        if first.as_ref().is_none_or(|(c, _)| cycle < *c) {
             first = Some((cycle, msg));
         }
     };

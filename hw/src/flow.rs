@@ -63,6 +63,7 @@ pub struct CosimReport {
 }
 
 /// Runs one op sequence through `rtl` and `reference`; adds to `rep`.
+#[allow(clippy::too_many_arguments)]
 pub fn run_sequence(
     p: &MxuParams,
     seq: &[Issued],
@@ -114,19 +115,24 @@ pub fn cosim_sequence(
     Ok((rep, e, a))
 }
 
-/// Random co-simulation: `trials` sequences from `seed`, each from power-on.
+/// Random co-simulation: `trials` sequences from `seed`, each from power-on, of `ops` operations
+/// each (or a random 4..=24 when `None`).
 pub fn cosim_random(
     p: &MxuParams,
     rtl: &dyn RtlRunner,
     trials: usize,
     seed: u64,
+    ops_per_trial: Option<usize>,
     vcd: Option<&Path>,
 ) -> Result<CosimReport, HwError> {
     let work = scratch_dir("cosim")?;
     let mut rep = CosimReport::default();
     let mut rng = Rng::new(seed);
     for trial in 0..trials {
-        let count = rng.range(4, 24) as usize;
+        let count = match ops_per_trial {
+            Some(n) => n,
+            None => rng.range(4, 24) as usize,
+        };
         let seq = ops::random_sequence(p, &mut rng, count);
         let mut reference = SimReference::new(p);
         // The VCD, if asked for, records the first trial.

@@ -38,7 +38,7 @@ impl Rng {
     pub fn new(seed: u64) -> Self {
         Rng(seed ^ 0x5157_0113_DEAD_BEEF)
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -47,11 +47,11 @@ impl Rng {
     }
     /// Uniform in `lo..=hi`.
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
+        lo + self.next_u64() % (hi - lo + 1)
     }
     /// True with probability `pct` percent.
     pub fn pct(&mut self, pct: u64) -> bool {
-        self.next() % 100 < pct
+        self.next_u64() % 100 < pct
     }
 }
 
@@ -71,7 +71,11 @@ pub fn random_elem(rng: &mut Rng, mode: Mode) -> u16 {
                 30..=44 => rng.range(190, 254) as u16, // huge: products overflow
                 _ => rng.range(112, 142) as u16,       // moderate
             };
-            let mant = if exp == 255 && roll % 2 == 0 { 0 } else { mant };
+            let mant = if exp == 255 && roll.is_multiple_of(2) {
+                0
+            } else {
+                mant
+            };
             sign | (exp << 7) | mant
         }
     }

@@ -58,6 +58,9 @@ fn run_pe(mode: Mode, steps: Vec<Step>) -> Vec<u32> {
 
 const ROW: u16 = 3;
 
+/// `(w1, w2, [(a, psum); 3])`: the two weight tiles and three operand pairs of one check.
+type Case = (u16, u16, [(u16, u32); 3]);
+
 fn load(w: u16) -> Step {
     Step {
         w_valid: true,
@@ -116,7 +119,7 @@ fn pe_int8_double_buffer_and_mac() {
     let mac = |p: u32, a: u16, w: u16| {
         n::i32_add(p as i32, n::int8_product(a as u8 as i8, w as u8 as i8)) as u32
     };
-    let cases: [(u16, u16, [(u16, u32); 3]); 3] = [
+    let cases: [Case; 3] = [
         (
             0x80,
             0x7f,
@@ -134,7 +137,7 @@ fn pe_int8_double_buffer_and_mac() {
 fn pe_bf16_double_buffer_and_mac() {
     let mac = |p: u32, a: u16, w: u16| n::f32_add(p, n::bf16_product(a, w));
     // 1.5, -2, +inf, NaN, -0, a subnormal (DAZ), the largest and a tiny normal bf16.
-    let cases: [(u16, u16, [(u16, u32); 3]); 4] = [
+    let cases: [Case; 4] = [
         (
             0x3fc0,
             0xc000,

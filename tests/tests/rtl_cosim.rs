@@ -51,10 +51,12 @@ fn mini(dtype: &str) -> MxuParams {
     params(&[&format!("mxu.dtype={dtype}")])
 }
 
+/// A design's model, built by whichever test asks first.
+type Slot = Arc<OnceLock<Arc<VerilatorModel>>>;
+
 /// One Verilator build per design per test run.
 fn model(p: &MxuParams) -> Arc<VerilatorModel> {
-    static MODELS: OnceLock<Mutex<HashMap<String, Arc<OnceLock<Arc<VerilatorModel>>>>>> =
-        OnceLock::new();
+    static MODELS: OnceLock<Mutex<HashMap<String, Slot>>> = OnceLock::new();
     let slot = MODELS
         .get_or_init(Default::default)
         .lock()
@@ -71,7 +73,7 @@ fn cosim(p: MxuParams, trials: usize, seed: u64) {
         return;
     }
     let m = model(&p);
-    let rep = flow::cosim_random(&p, m.as_ref(), trials, seed, None).expect("cosim runs");
+    let rep = flow::cosim_random(&p, m.as_ref(), trials, seed, None, None).expect("cosim runs");
     eprintln!("{}: {rep:?}", p.tag());
     assert_eq!(rep.trials, trials);
     assert!(rep.result_rows > trials, "sequences produce results");
@@ -195,7 +197,7 @@ fn rtl_cosim_detects_divergence() {
 fn netlist(p: MxuParams, target: hw::synth::Target, trials: usize) -> hw::synth::SynthReport {
     let rep = hw::synth::synthesize(&p, target).expect("yosys");
     let net = hw::synth::NetlistModel::new(&p, target, &rep.netlist).expect("iverilog");
-    let cos = flow::cosim_random(&p, &net, trials, 21, None).expect("netlist simulation");
+    let cos = flow::cosim_random(&p, &net, trials, 21, None, None).expect("netlist simulation");
     eprintln!("{} {}: {:?} {:?}", p.tag(), target.name(), rep.cells, cos);
     assert!(cos.result_rows > 0);
     assert_eq!(cos.mismatches, 0, "netlist: {:?}", cos.first);
