@@ -15,6 +15,17 @@ pub(super) fn call(a: &Args) -> InferResult {
         Opcode::Fusion => (a.attrs.calls, "calls"),
         _ => (a.attrs.to_apply.or(a.attrs.calls), "to_apply"),
     };
+    if a.op == Opcode::Fusion {
+        match a.attrs.fusion_kind.as_deref() {
+            Some("kLoop" | "kInput" | "kOutput" | "kCustom") => {}
+            Some(k) => {
+                return Err(format!(
+                    "fusion kind={k} is unknown; expected kLoop, kInput, kOutput or kCustom"
+                ))
+            }
+            None => return Err("fusion requires attribute kind=".into()),
+        }
+    }
     if a.attrs.is_composite == Some(true) {
         if !matches!(a.attrs.composite_name.as_deref(), Some(n) if !n.is_empty()) {
             return Err("a composite call requires composite.name=".into());

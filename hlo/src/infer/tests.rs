@@ -377,3 +377,137 @@ fn absurd_shapes_rejected() {
 }
 
 use crate::attrs::ReplicaGroups;
+
+#[test]
+fn gather_output_dims_interleave_offsets_and_batch() {
+    // jnp.take(x, i, axis=0) on x f32[5,3], i s32[2,4]: output f32[2,4,3].
+    let a = Attrs {
+        offset_dims: Some(vec![2]),
+        collapsed_slice_dims: Some(vec![0]),
+        start_index_map: Some(vec![0]),
+        index_vector_dim: Some(2),
+        slice_sizes: Some(vec![1, 3]),
+        ..Default::default()
+    };
+    assert_eq!(
+        inf(
+            Opcode::Gather,
+            &[sh(F32, &[5, 3]), sh(S32, &[2, 4])],
+            &a,
+            None
+        ),
+        Ok(sh(F32, &[2, 4, 3]))
+    );
+    // The offset dimension first: output f32[3,2,4].
+    let b = Attrs {
+        offset_dims: Some(vec![0]),
+        ..a
+    };
+    assert_eq!(
+        inf(
+            Opcode::Gather,
+            &[sh(F32, &[5, 3]), sh(S32, &[2, 4])],
+            &b,
+            None
+        ),
+        Ok(sh(F32, &[3, 2, 4]))
+    );
+}
+
+#[test]
+fn windows_with_dilation_and_padding() {
+    // base 5 dilated by 2 -> 9, padded 1+1 -> 11, window 3 dilated by 2 -> 5, stride 2: (11-5)/2+1 = 4.
+    let w = WindowDim {
+        size: 3,
+        stride: 2,
+        pad_lo: 1,
+        pad_hi: 1,
+        lhs_dilate: 2,
+        rhs_dilate: 2,
+        reversal: false,
+    };
+    assert_eq!(window_out(5, &w, 0), Ok(4));
+    // A window larger than the padded base gives an empty dimension.
+    assert_eq!(window_out(2, &WindowDim::of_size(3), 0), Ok(0));
+    assert!(window_out(
+        2,
+        &WindowDim {
+            pad_lo: -5,
+            ..WindowDim::of_size(1)
+        },
+        0
+    )
+    .is_err());
+    assert!(window_out(
+        i64::MAX / 2,
+        &WindowDim {
+            lhs_dilate: 4,
+            ..WindowDim::of_size(1)
+        },
+        0
+    )
+    .is_err());
+}
+
+#[test]
+fn fft_shapes() {
+    let a = Attrs {
+        fft_type: Some(crate::attrs::FftType::Rfft),
+        fft_length: Some(vec![8]),
+        ..Default::default()
+    };
+    assert_eq!(
+        inf(Opcode::Fft, &[sh(F32, &[2, 8])], &a, None),
+        Ok(sh(ElementType::C64, &[2, 5]))
+    );
+    let a = Attrs {
+        fft_type: Some(crate::attrs::FftType::Irfft),
+        fft_length: Some(vec![8]),
+        ..Default::default()
+    };
+    assert_eq!(
+        inf(Opcode::Fft, &[sh(ElementType::C64, &[2, 5])], &a, None),
+        Ok(sh(F32, &[2, 8]))
+    );
+}
+
+#[test]
+fn transfers_and_tokens() {
+    let a = Attrs {
+        channel_id: Some(1),
+        ..Default::default()
+    };
+    let t = Shape::Token;
+    assert_eq!(
+        inf(Opcode::Send, &[sh(F32, &[3]), t.clone()], &a, None),
+        Ok(Shape::Tuple(vec![
+            sh(F32, &[3]),
+            sh(U32, &[]),
+            Shape::Token
+        ]))
+    );
+    let ctx = Shape::Tuple(vec![sh(F32, &[3]), sh(U32, &[]), Shape::Token]);
+    assert_eq!(
+        inf(Opcode::RecvDone, &[ctx], &a, None),
+        Ok(Shape::Tuple(vec![sh(F32, &[3]), Shape::Token]))
+    );
+    let e = inf(Opcode::Recv, &[t], &a, None).unwrap_err();
+    assert!(e.contains("result shape must be given"), "{e}");
+}
+
+#[test]
+fn set_dimension_size_makes_dimension_dynamic() {
+    let a = Attrs {
+        dimensions: Some(vec![0]),
+        ..Default::default()
+    };
+    let r = inf(
+        Opcode::SetDimensionSize,
+        &[sh(F32, &[7]), sh(S32, &[])],
+        &a,
+        None,
+    )
+    .unwrap();
+    assert_eq!(r.as_array().unwrap().dynamic, vec![true]);
+    assert_eq!(r.to_string(), "f32[<=7]");
+}
