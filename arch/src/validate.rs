@@ -7,8 +7,9 @@ use crate::{ArchConfig, ArchError, Dataflow, OpTiming};
 pub const MAX_MXU_DIM: u32 = 1024;
 /// Largest number of MXUs per core (the ISA's MXU index field is 4 bits wide).
 pub const MAX_MXUS: u32 = 16;
-/// Largest number of accumulator rows per MXU (the ISA's accumulator offsets are 16-bit).
-pub const MAX_ACC_ROWS: u32 = 1 << 16;
+/// Largest number of accumulator rows per MXU: a sanity bound (TPUv1's 4 MiB of accumulators
+/// are 4096 rows of 256).
+pub const MAX_ACC_ROWS: u32 = 1 << 20;
 
 impl ArchConfig {
     /// Checks every rule; the error lists all violations.
