@@ -27,6 +27,8 @@ mod dotconv;
 mod elementwise;
 mod gather;
 mod misc;
+#[cfg(test)]
+mod proptests;
 mod reduce;
 mod shapeops;
 #[cfg(test)]
