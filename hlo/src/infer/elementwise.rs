@@ -243,7 +243,7 @@ pub(super) fn convert(a: &Args) -> InferResult {
     let d = declared_same_dims(a, x)?;
     if x.ty.is_complex() && !d.ty.is_complex() {
         return Err(format!(
-            "convert from complex {} to real {} is not defined; use real or imag",
+            "not supported yet: convert from complex {} to real {} (the specification does not say what happens to the imaginary part; use real or imag)",
             x.ty, d.ty
         ));
     }
