@@ -523,6 +523,9 @@ fn parse_u64(l: &Line, s: &str) -> Result<u64, AsmError> {
 }
 
 fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+    if let Some(c) = s.chars().find(|c| !c.is_ascii_hexdigit()) {
+        return Err(format!("bad hex digit `{c}` in data"));
+    }
     if !s.len().is_multiple_of(2) {
         return Err("hex data needs an even number of digits".into());
     }

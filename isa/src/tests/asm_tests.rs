@@ -119,6 +119,9 @@ fn errors_point_at_the_token() {
     let (_, _, m) = err("dma.copy smem[s0], hbm[s0], desc=0\n");
     assert!(m.contains("unknown memory space `smem`"), "{m}");
 
+    let (_, _, m) = err(".data hbm 0 a\u{e9}b\n");
+    assert!(m.contains("bad hex digit"), "{m}");
+
     let (_, _, m) = err("vpu.add [s1], [s2], [s3], n=4, n=5, t=f32\n");
     assert!(m.contains("given twice"), "{m}");
 }

@@ -78,3 +78,65 @@ proptest! {
         }
     }
 }
+
+/// Fragments of valid and invalid syntax, to shake the assembler.
+const FRAGMENTS: &[&str] = &[
+    "vpu.add",
+    "s.li",
+    "dma.copy",
+    ".data",
+    ".dma",
+    ".region",
+    ".hlo",
+    "mxu.matmul",
+    "halt",
+    "[s1+4]",
+    "acc[s2-1]",
+    "hbm[s3]",
+    "vmem[",
+    "n=",
+    "t=f32",
+    "wait=sem1",
+    "=",
+    ",",
+    " ",
+    "\"",
+    "\\x",
+    "é",
+    "0x",
+    "-",
+    "@",
+    ":",
+    ";",
+    "L1",
+    "(1,2,3)",
+    "dims=[",
+    "]",
+    "len=4",
+    "s99",
+    "sem40",
+    "aé",
+    "00ff",
+    "hbm",
+    "\t",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn assembler_never_panics(parts in proptest::collection::vec(
+        prop_oneof![
+            proptest::sample::select(FRAGMENTS).prop_map(|s| s.to_string()),
+            "\\PC{0,6}",
+        ],
+        0..12,
+    ), newlines in proptest::collection::vec(any::<bool>(), 12)) {
+        let mut text = String::new();
+        for (i, p) in parts.iter().enumerate() {
+            text.push_str(p);
+            text.push(if newlines[i] { '\n' } else { ' ' });
+        }
+        let _ = assemble(&text);
+    }
+}
