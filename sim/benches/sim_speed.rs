@@ -48,7 +48,16 @@ loop:
 fn run(asm: &str, functional: bool) -> u64 {
     let arch = arch::ArchConfig::preset("tpu-v4").unwrap();
     let prog = isa::asm::assemble(asm).unwrap();
-    let mut sys = System::new(&arch, prog, 1, SimOptions { functional, ..Default::default() }).unwrap();
+    let mut sys = System::new(
+        &arch,
+        prog,
+        1,
+        SimOptions {
+            functional,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     sys.run().unwrap().cycles
 }
 

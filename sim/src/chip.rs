@@ -88,6 +88,8 @@ pub struct ChipStats {
     pub hbm_written: StatId,
     /// Total cycles of the run.
     pub cycles: StatId,
+    /// Events handled, by kind (simulator work, not hardware activity).
+    pub events: [StatId; 6],
 }
 
 /// One chip.
@@ -141,6 +143,13 @@ impl Chip {
                 "cycles",
                 "cycles until every core halted",
             ),
+            events: ["seq", "kick", "done", "dma_join", "hbm_wake", "vmem_wake"].map(|k| {
+                stats.declare(
+                    format!("{pre}.sim.events.{k}"),
+                    "events",
+                    "simulator events handled (simulator work, not hardware activity)",
+                )
+            }),
         };
         let cores = (0..p.cores)
             .map(|c| Self::new_core(&pre, c as u32, p, stats, functional))
@@ -227,6 +236,7 @@ impl Chip {
             pc: 0,
             blocked: None,
             seq_pending: false,
+            next_issue: Cycle::ZERO,
             halted: None,
             seq_tl,
             seq_stats,
@@ -313,6 +323,15 @@ impl Chip {
 
     /// Handles one event.
     pub fn handle(&mut self, env: &mut Env<'_>, now: Cycle, ev: Ev) -> Result<(), SimError> {
+        let k = match ev {
+            Ev::Seq(_) => 0,
+            Ev::Kick(..) => 1,
+            Ev::Done { .. } => 2,
+            Ev::DmaJoin(_) => 3,
+            Ev::HbmWake(_) => 4,
+            Ev::VmemWake(..) => 5,
+        };
+        env.stats.add(self.st.events[k], 1);
         match ev {
             Ev::Seq(c) => self.seq_step(env, now, c as usize),
             Ev::Kick(c, u) => self.unit_step(env, now, c as usize, u as usize),
@@ -349,7 +368,12 @@ impl Chip {
                 msg: m,
             })?;
         }
-        if self.cores[c].blocked.is_some() {
+        // Fewer outstanding instructions can only release a fence or a halt (semaphore waits
+        // are woken by `signal`, full queues by their unit's front end).
+        if matches!(
+            self.cores[c].blocked,
+            Some((SeqBlock::Fence | SeqBlock::Halt, _))
+        ) {
             self.schedule_seq(c, now);
         }
         Ok(())
@@ -373,6 +397,7 @@ impl Chip {
     }
 
     /// Emits a trace event for an instruction of core `c`, unit `u`.
+    #[allow(clippy::too_many_arguments)]
     pub fn trace(
         &self,
         env: &mut Env<'_>,

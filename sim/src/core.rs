@@ -235,6 +235,8 @@ pub struct Core {
     pub blocked: Option<(SeqBlock, Cycle)>,
     /// A sequencer step is scheduled.
     pub seq_pending: bool,
+    /// Cycle of the next issue after the last issued instruction.
+    pub next_issue: Cycle,
     /// The core halted at this cycle.
     pub halted: Option<Cycle>,
     /// Sequencer time accounting.

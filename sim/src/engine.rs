@@ -108,6 +108,14 @@ impl<E> EventQueue<E> {
         self.heap.push(Entry { key, ev });
     }
 
+    /// Moves `now` forward to `t` (≤ the next event's time) for work done inline, without an
+    /// event; later events may not be scheduled before it.
+    #[inline]
+    pub fn advance_to(&mut self, t: Cycle) {
+        debug_assert!(!matches!(self.peek_key(), Some(k) if k.time < t) && t >= self.now);
+        self.now = t;
+    }
+
     /// The key of the next event, if any.
     #[inline]
     pub fn peek_key(&self) -> Option<EventKey> {

@@ -16,6 +16,9 @@ use crate::error::SimError;
 use crate::units::{resolve, unit_of};
 use isa::{Csr, DType, Inst, SReg};
 
+/// Instructions one sequencer event may issue inline.
+pub const INLINE_STEPS: usize = 256;
+
 impl Chip {
     fn exec_err(&self, env: &Env<'_>, c: usize, pc: u32, msg: impl Into<String>) -> SimError {
         let inst = env
@@ -34,10 +37,43 @@ impl Chip {
     }
 
     /// One sequencer step of core `c` at `now`.
+    ///
+    /// Consecutive instructions run inline (without an event each) while no other event of
+    /// this chip comes before the next one's cycle: the same order as one event per
+    /// instruction, fewer queue operations. At most [`INLINE_STEPS`] per event, so a run limit
+    /// is still checked.
     pub fn seq_step(&mut self, env: &mut Env<'_>, now: Cycle, c: usize) -> Result<(), SimError> {
         self.cores[c].seq_pending = false;
+        let mut t = now;
+        for _ in 0..INLINE_STEPS {
+            match self.seq_one(env, t, c)? {
+                None => return Ok(()),
+                Some(next) => {
+                    if self.q.peek_key().is_some_and(|k| k.time <= next) {
+                        break;
+                    }
+                    t = next;
+                    self.q.advance_to(t);
+                }
+            }
+        }
+        let core = &mut self.cores[c];
+        core.seq_pending = true;
+        let next = core.next_issue;
+        self.q.schedule(next, Priority::Issue, Ev::Seq(c as u16));
+        Ok(())
+    }
+
+    /// Issues (or blocks on) the instruction at the pc at cycle `now`: `Some(next issue cycle)`
+    /// if it issued, `None` if the sequencer blocked or halted.
+    fn seq_one(
+        &mut self,
+        env: &mut Env<'_>,
+        now: Cycle,
+        c: usize,
+    ) -> Result<Option<Cycle>, SimError> {
         if self.cores[c].halted.is_some() {
-            return Ok(());
+            return Ok(None);
         }
         let pc = self.cores[c].pc;
         let Some(&inst) = env.prog.code().get(pc as usize) else {
@@ -62,7 +98,7 @@ impl Chip {
                     env.stats.add(core.seq_stats.issued, 1);
                     core.seq_tl.flush_until(env.stats, now.get());
                     self.halted += 1;
-                    return Ok(());
+                    return Ok(None);
                 }
                 Err(SeqBlock::Halt)
             }
@@ -177,7 +213,10 @@ impl Chip {
                     });
                     core.outstanding += 1;
                     env.stats.add(core.seq_stats.dispatched, 1);
-                    self.kick(c, u, now);
+                    if !self.cores[c].units[u].kick_pending {
+                        // What a kick event at `now` would do, without the event.
+                        self.unit_step(env, now, c, u)?;
+                    }
                     Ok(1)
                 }
             }
@@ -190,18 +229,17 @@ impl Chip {
                 env.stats.add(core.seq_stats.issued, 1);
                 core.seq_tl.add(Kind::Busy, now.get(), now.get() + cost);
                 core.seq_tl.flush_until(env.stats, now.get());
-                core.seq_pending = true;
-                self.q
-                    .schedule(now + cost, Priority::Issue, Ev::Seq(c as u16));
+                core.next_issue = now + cost;
+                Ok(Some(now + cost))
             }
             Err(blk) => {
                 let core = &mut self.cores[c];
                 if core.blocked.is_none() {
                     core.blocked = Some((blk, now));
                 }
+                Ok(None)
             }
         }
-        Ok(())
     }
 
     /// Records the stall of a block that ends at `now`.

@@ -196,7 +196,7 @@ impl System {
             let mut best: Option<(crate::engine::EventKey, usize)> = None;
             for (i, ch) in self.chips.iter().enumerate() {
                 if let Some(k) = ch.q.peek_key() {
-                    if best.map_or(true, |(bk, _)| (k.time, k.prio) < (bk.time, bk.prio)) {
+                    if !matches!(best, Some((bk, _)) if (bk.time, bk.prio) <= (k.time, k.prio)) {
                         best = Some((k, i));
                     }
                 }

@@ -218,6 +218,7 @@ impl Chip {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn read_vmem(
         &self,
         env: &Env<'_>,

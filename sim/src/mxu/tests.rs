@@ -167,7 +167,15 @@ fn bad_shapes_and_modes_are_errors() {
 fn docs_timing_example_beside_scale_sim() {
     // docs/timing.md: M = 256, K = N = 256 on a 128×128 array → T = 4 tiles.
     let (r, c, m, t) = (128usize, 128usize, 256usize, 4u64);
-    let mut mx = MxuModel::new(MxuGeometry { rows: r, cols: c, acc_rows: 2048, mode: MxuMode::Bf16 }, false);
+    let mut mx = MxuModel::new(
+        MxuGeometry {
+            rows: r,
+            cols: c,
+            acc_rows: 2048,
+            mode: MxuMode::Bf16,
+        },
+        false,
+    );
     let mut last = None;
     for _ in 0..t {
         mx.load_weights(Cycle(0), r, c, None).unwrap();

@@ -103,7 +103,7 @@ impl Lcg {
     }
     /// A bf16 of moderate magnitude (both signs), sometimes zero.
     pub fn bf16(&mut self) -> u16 {
-        if self.next() % 16 == 0 {
+        if self.next().is_multiple_of(16) {
             return 0;
         }
         let sign = (self.next() & 1) as u16;
