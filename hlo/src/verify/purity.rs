@@ -38,40 +38,58 @@ fn side_effect(op: Opcode, has_side_effect: bool) -> bool {
     ) || (op == O::CustomCall && has_side_effect)
 }
 
-/// The first side-effecting instruction name reachable from each computation, if any.
-/// The call graph must be acyclic (checked before).
+/// The first side-effecting instruction reachable from each computation, if any. The call
+/// graph must be acyclic (checked before); the walk is iterative, so long call chains cannot
+/// overflow the stack.
 fn impure_witness(m: &Module) -> Vec<Option<String>> {
     let n = m.comps.len();
     let mut memo: Vec<Option<Option<String>>> = vec![None; n];
-    fn visit(m: &Module, c: CompId, memo: &mut Vec<Option<Option<String>>>) -> Option<String> {
-        if let Some(r) = &memo[c.index()] {
-            return r.clone();
+    for start in m.comps.handles() {
+        // (computation, callees still to visit)
+        let mut stack: Vec<(CompId, Vec<CompId>)> = Vec::new();
+        if memo[start.index()].is_none() {
+            stack.push((start, callees(m, start)));
         }
-        let mut found = None;
-        for inst in m.comps[c].insts.values() {
-            if side_effect(
-                inst.opcode,
-                inst.attrs.custom_call_has_side_effect == Some(true),
-            ) {
-                found = Some(format!("`{}` ({})", inst.name, inst.opcode));
-                break;
-            }
-            for (_, callee) in super::structure::called_computations(&inst.attrs) {
-                if let Some(w) = visit(m, callee, memo) {
-                    found = Some(w);
-                    break;
+        while let Some((c, pending)) = stack.last_mut() {
+            if let Some(next) = pending.pop() {
+                if memo[next.index()].is_none() {
+                    let cs = callees(m, next);
+                    stack.push((next, cs));
                 }
+                continue;
             }
-            if found.is_some() {
-                break;
-            }
+            let c = *c;
+            stack.pop();
+            let comp = &m.comps[c];
+            let own = comp
+                .insts
+                .values()
+                .find(|i| side_effect(i.opcode, i.attrs.custom_call_has_side_effect == Some(true)))
+                .map(|i| format!("`{}` ({})", i.name, i.opcode));
+            let found = own.or_else(|| {
+                callees(m, c)
+                    .into_iter()
+                    .find_map(|k| memo[k.index()].clone().flatten())
+            });
+            memo[c.index()] = Some(found);
         }
-        memo[c.index()] = Some(found.clone());
-        found
     }
-    (0..n)
-        .map(|i| visit(m, crate::ir::Handle::new(i), &mut memo))
-        .collect()
+    memo.into_iter().map(Option::flatten).collect()
+}
+
+/// The computations `c` calls, in instruction order.
+fn callees(m: &Module, c: CompId) -> Vec<CompId> {
+    let mut v: Vec<CompId> = m.comps[c]
+        .insts
+        .values()
+        .flat_map(|i| {
+            super::structure::called_computations(&i.attrs)
+                .into_iter()
+                .map(|(_, k)| k)
+        })
+        .collect();
+    v.reverse();
+    v
 }
 
 /// Reports every instruction that applies an impure computation per element.

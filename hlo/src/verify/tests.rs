@@ -140,3 +140,70 @@ fn replica_count_bounded() {
     m.config.replica_count = Some(0);
     assert!(messages(&m)[0].contains("replica_count=0"));
 }
+
+#[test]
+fn long_call_chains_do_not_overflow_the_stack() {
+    // main -> c0 -> c1 -> ... -> c4999, each a `call` of the next; the last is the identity.
+    let s = Shape::scalar(F32);
+    let n = 5000;
+    let mut comps = Arena::new();
+    for k in 0..n {
+        let mut insts = Arena::new();
+        insts.push(param("p", 0, s.clone()));
+        let root = if k + 1 < n {
+            let to = Some(crate::ir::Handle::new(k + 1));
+            insts.push(inst(
+                "c",
+                Opcode::Call,
+                s.clone(),
+                vec![0],
+                Attrs {
+                    to_apply: to,
+                    ..Default::default()
+                },
+            ))
+        } else {
+            crate::ir::Handle::new(0)
+        };
+        // Unique names across the module.
+        let mut insts2 = Arena::new();
+        for (h, i) in insts.iter() {
+            let mut i = i.clone();
+            i.name = format!("{}{k}_{}", i.opcode, h.index());
+            insts2.push(i);
+        }
+        comps.push(Computation {
+            name: format!("c{k}"),
+            insts: insts2,
+            root,
+            span: Span::NONE,
+        });
+    }
+    let mut entry_insts = Arena::new();
+    entry_insts.push(param("x", 0, s.clone()));
+    let to = Some(crate::ir::Handle::new(0));
+    let root = entry_insts.push(inst(
+        "r",
+        Opcode::Call,
+        s,
+        vec![0],
+        Attrs {
+            to_apply: to,
+            ..Default::default()
+        },
+    ));
+    let entry = comps.push(Computation {
+        name: "main".into(),
+        insts: entry_insts,
+        root,
+        span: Span::NONE,
+    });
+    let m = Module {
+        name: "m".into(),
+        comps,
+        entry,
+        config: ModuleConfig::default(),
+        trailer: None,
+    };
+    assert_eq!(messages(&m), Vec::<String>::new());
+}
