@@ -161,13 +161,15 @@ impl State {
                             .copied()
                             .filter(|m| !arrived.contains(m))
                             .collect();
+                        let who = match missing.as_slice() {
+                            [one] => format!("replica {one}"),
+                            many => format!("replicas {}", list(many)),
+                        };
                         let _ = write!(
                             out,
-                            "; {} of {} arrived, waiting for replica{} {}",
+                            "; {} of {} arrived, waiting for {who}",
                             arrived.len(),
-                            k.group.len(),
-                            if missing.len() == 1 { "" } else { "s" },
-                            list(&missing)
+                            k.group.len()
                         );
                     }
                     out.push(')');
