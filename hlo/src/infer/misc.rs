@@ -343,13 +343,12 @@ fn batch_norm(a: &Args, vecs: &[usize]) -> InferResult<Shape> {
         x.rank(),
         "feature_index",
     )?;
-    if let Some(e) = a.attrs.epsilon {
-        if !e.is_finite() || e < 0.0 {
-            return Err(format!(
-                "{} epsilon must be finite and non-negative, got {e}",
-                a.op
-            ));
-        }
+    let e = *a.req(&a.attrs.epsilon, "epsilon")?;
+    if !e.is_finite() || e < 0.0 {
+        return Err(format!(
+            "{} epsilon must be finite and non-negative, got {e}",
+            a.op
+        ));
     }
     let f = array(x.ty, vec![x.dims[fi]], None);
     for &i in vecs {
