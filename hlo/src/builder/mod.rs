@@ -19,6 +19,8 @@ mod nn;
 mod side_effects;
 
 pub use broadcast::broadcast_shapes;
+pub use movement::{GatherDimensionNumbers, ScatterDimensionNumbers};
+pub use nn::{make_padding, DotDimensionNumbers, Padding};
 
 use crate::attrs::Attrs;
 use crate::diag::{Error, Span};
