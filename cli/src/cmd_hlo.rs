@@ -65,7 +65,11 @@ pub fn fmt(a: FmtArgs) -> anyhow::Result<Outcome> {
     let (src, module) = load_verified(&a.file)?;
     let text = hlo::print(&module);
     if a.check {
-        return Ok(if text == src { Outcome::Ok } else { Outcome::CheckFailed });
+        return Ok(if text == src {
+            Outcome::Ok
+        } else {
+            Outcome::CheckFailed
+        });
     }
     if a.write {
         std::fs::write(&a.file, &text)

@@ -46,7 +46,15 @@ pub struct WindowDim {
 impl WindowDim {
     /// A window dimension of `size` with unit stride/dilation and no padding.
     pub fn of_size(size: i64) -> WindowDim {
-        WindowDim { size, stride: 1, pad_lo: 0, pad_hi: 0, lhs_dilate: 1, rhs_dilate: 1, reversal: false }
+        WindowDim {
+            size,
+            stride: 1,
+            pad_lo: 0,
+            pad_hi: 0,
+            lhs_dilate: 1,
+            rhs_dilate: 1,
+            reversal: false,
+        }
     }
 }
 
@@ -70,7 +78,11 @@ pub struct ConvDims {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ReplicaGroups {
     List(Vec<Vec<i64>>),
-    Iota { group_dims: Vec<i64>, reshape_dims: Vec<i64>, transpose: Option<Vec<i64>> },
+    Iota {
+        group_dims: Vec<i64>,
+        reshape_dims: Vec<i64>,
+        transpose: Option<Vec<i64>>,
+    },
 }
 
 impl ReplicaGroups {
@@ -78,11 +90,17 @@ impl ReplicaGroups {
     pub fn expand(&self) -> Option<Vec<Vec<i64>>> {
         match self {
             ReplicaGroups::List(g) => Some(g.clone()),
-            ReplicaGroups::Iota { group_dims, reshape_dims, transpose } => {
+            ReplicaGroups::Iota {
+                group_dims,
+                reshape_dims,
+                transpose,
+            } => {
                 if group_dims.len() != 2 || group_dims.iter().chain(reshape_dims).any(|&d| d < 0) {
                     return None;
                 }
-                let total: i64 = reshape_dims.iter().try_fold(1i64, |a, &d| a.checked_mul(d))?;
+                let total: i64 = reshape_dims
+                    .iter()
+                    .try_fold(1i64, |a, &d| a.checked_mul(d))?;
                 if total != group_dims[0].checked_mul(group_dims[1])? || total > 1 << 24 {
                     return None;
                 }
@@ -115,7 +133,11 @@ impl ReplicaGroups {
                         idx[d] = 0;
                     }
                 }
-                Some(flat.chunks(group_dims[1].max(1) as usize).map(|c| c.to_vec()).collect())
+                Some(
+                    flat.chunks(group_dims[1].max(1) as usize)
+                        .map(|c| c.to_vec())
+                        .collect(),
+                )
             }
         }
     }
@@ -132,7 +154,8 @@ pub enum ComparisonDirection {
 }
 
 impl ComparisonDirection {
-    pub const ALL: [ComparisonDirection; 6] = [Self::Eq, Self::Ne, Self::Ge, Self::Gt, Self::Le, Self::Lt];
+    pub const ALL: [ComparisonDirection; 6] =
+        [Self::Eq, Self::Ne, Self::Ge, Self::Gt, Self::Le, Self::Lt];
     pub fn name(self) -> &'static str {
         match self {
             Self::Eq => "EQ",
@@ -157,7 +180,8 @@ pub enum ComparisonType {
 }
 
 impl ComparisonType {
-    pub const ALL: [ComparisonType; 4] = [Self::Float, Self::TotalOrder, Self::Signed, Self::Unsigned];
+    pub const ALL: [ComparisonType; 4] =
+        [Self::Float, Self::TotalOrder, Self::Signed, Self::Unsigned];
     pub fn name(self) -> &'static str {
         match self {
             Self::Float => "FLOAT",
@@ -189,7 +213,9 @@ impl Precision {
         }
     }
     pub fn from_name(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|d| d.name().eq_ignore_ascii_case(s))
+        Self::ALL
+            .into_iter()
+            .find(|d| d.name().eq_ignore_ascii_case(s))
     }
 }
 
@@ -446,7 +472,10 @@ impl Attrs {
         {
             *c = f(*c);
         }
-        for list in [&mut self.branch_computations, &mut self.called_computations].into_iter().flatten() {
+        for list in [&mut self.branch_computations, &mut self.called_computations]
+            .into_iter()
+            .flatten()
+        {
             for c in list.iter_mut() {
                 *c = f(*c);
             }

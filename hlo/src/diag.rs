@@ -43,7 +43,11 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { message: message.into(), span, notes: Vec::new() }
+        Diagnostic {
+            message: message.into(),
+            span,
+            notes: Vec::new(),
+        }
     }
     pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
         self.notes.push(note.into());

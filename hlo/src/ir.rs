@@ -23,7 +23,10 @@ pub struct Handle<T> {
 
 impl<T> Handle<T> {
     pub fn new(index: usize) -> Self {
-        Handle { index: index as u32, _marker: PhantomData }
+        Handle {
+            index: index as u32,
+            _marker: PhantomData,
+        }
     }
     pub fn index(self) -> usize {
         self.index as usize
@@ -92,7 +95,10 @@ impl<T> Arena<T> {
         self.items.get(h.index())
     }
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (Handle<T>, &T)> + ExactSizeIterator {
-        self.items.iter().enumerate().map(|(i, t)| (Handle::new(i), t))
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (Handle::new(i), t))
     }
     pub fn handles(&self) -> impl DoubleEndedIterator<Item = Handle<T>> + ExactSizeIterator {
         (0..self.items.len()).map(Handle::new)
@@ -155,7 +161,11 @@ impl Computation {
     /// The computation's signature (parameter shapes by number → root shape).
     pub fn program_shape(&self) -> ProgramShape {
         ProgramShape {
-            params: self.parameters().iter().map(|&p| self.insts[p].shape.clone()).collect(),
+            params: self
+                .parameters()
+                .iter()
+                .map(|&p| self.insts[p].shape.clone())
+                .collect(),
             result: self.insts[self.root].shape.clone(),
         }
     }
@@ -208,7 +218,10 @@ impl Computation {
 
     /// Finds an instruction by name.
     pub fn find(&self, name: &str) -> Option<InstId> {
-        self.insts.iter().find(|(_, i)| i.name == name).map(|(h, _)| h)
+        self.insts
+            .iter()
+            .find(|(_, i)| i.name == name)
+            .map(|(h, _)| h)
     }
 }
 
@@ -244,6 +257,9 @@ impl Module {
         self.config.replica_count.unwrap_or(1)
     }
     pub fn find_computation(&self, name: &str) -> Option<CompId> {
-        self.comps.iter().find(|(_, c)| c.name == name).map(|(h, _)| h)
+        self.comps
+            .iter()
+            .find(|(_, c)| c.name == name)
+            .map(|(h, _)| h)
     }
 }

@@ -178,7 +178,11 @@ pub enum Literal {
 impl Literal {
     /// An array literal; panics if `data.len()` does not match `dims` (an internal bug).
     pub fn array(dims: Vec<usize>, data: ArrayData) -> Literal {
-        assert_eq!(dims.iter().product::<usize>(), data.len(), "literal data length mismatch");
+        assert_eq!(
+            dims.iter().product::<usize>(),
+            data.len(),
+            "literal data length mismatch"
+        );
         Literal::Array(ArrayLiteral { dims, data })
     }
     /// A zero-valued literal of `shape` (tuples recursively); `None` if the shape is too large.

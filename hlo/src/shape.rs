@@ -23,7 +23,10 @@ pub struct Layout {
 impl Layout {
     /// The default (row-major) layout for `rank` dimensions: `{rank-1, ..., 0}`.
     pub fn row_major(rank: usize) -> Layout {
-        Layout { minor_to_major: (0..rank as i64).rev().collect(), tail: None }
+        Layout {
+            minor_to_major: (0..rank as i64).rev().collect(),
+            tail: None,
+        }
     }
 }
 
@@ -39,7 +42,12 @@ pub struct ArrayShape {
 impl ArrayShape {
     /// A static shape without layout.
     pub fn new(ty: ElementType, dims: &[i64]) -> ArrayShape {
-        ArrayShape { ty, dims: dims.to_vec(), dynamic: vec![false; dims.len()], layout: None }
+        ArrayShape {
+            ty,
+            dims: dims.to_vec(),
+            dynamic: vec![false; dims.len()],
+            layout: None,
+        }
     }
     pub fn scalar(ty: ElementType) -> ArrayShape {
         ArrayShape::new(ty, &[])
@@ -65,7 +73,8 @@ impl ArrayShape {
     }
     /// Bytes of a dense buffer of this shape, `None` on overflow.
     pub fn byte_size(&self) -> Option<u64> {
-        self.element_count()?.checked_mul(self.ty.byte_size() as u64)
+        self.element_count()?
+            .checked_mul(self.ty.byte_size() as u64)
     }
     /// Same type and dimensions (and dynamic flags), ignoring layout.
     pub fn same_dims_and_type(&self, other: &ArrayShape) -> bool {
@@ -135,7 +144,10 @@ impl Shape {
     /// This shape with every layout removed (recursively).
     pub fn without_layout(&self) -> Shape {
         match self {
-            Shape::Array(a) => Shape::Array(ArrayShape { layout: None, ..a.clone() }),
+            Shape::Array(a) => Shape::Array(ArrayShape {
+                layout: None,
+                ..a.clone()
+            }),
             Shape::Tuple(t) => Shape::Tuple(t.iter().map(Shape::without_layout).collect()),
             Shape::Token => Shape::Token,
         }
@@ -151,7 +163,9 @@ impl Shape {
     pub fn byte_size(&self) -> Option<u64> {
         match self {
             Shape::Array(a) => a.byte_size(),
-            Shape::Tuple(t) => t.iter().try_fold(0u64, |acc, s| acc.checked_add(s.byte_size()?)),
+            Shape::Tuple(t) => t
+                .iter()
+                .try_fold(0u64, |acc, s| acc.checked_add(s.byte_size()?)),
             Shape::Token => Some(0),
         }
     }
@@ -249,7 +263,10 @@ mod tests {
         let mut a = ArrayShape::new(ElementType::F32, &[2, 3]);
         a.layout = Some(Layout::row_major(2));
         assert_eq!(a.to_string(), "f32[2,3]{1,0}");
-        let d = ArrayShape { dynamic: vec![true], ..ArrayShape::new(ElementType::S32, &[6]) };
+        let d = ArrayShape {
+            dynamic: vec![true],
+            ..ArrayShape::new(ElementType::S32, &[6])
+        };
         assert_eq!(d.to_string(), "s32[<=6]");
         let t = Shape::Tuple(vec![Shape::scalar(ElementType::Pred), Shape::Token]);
         assert_eq!(t.to_string(), "(pred[], token[])");
