@@ -65,8 +65,8 @@ fn bench(c: &mut Criterion) {
     let cases = [
         ("mxu_bound/timing_only", mxu_program(20_000, 256), false),
         ("mxu_bound/functional", mxu_program(4, 256), true),
-        ("vpu_bound/timing_only", vpu_program(20_000, 8192), false),
-        ("vpu_bound/functional", vpu_program(50, 8192), true),
+        ("vpu_bound/timing_only", vpu_program(20_000, 65536), false),
+        ("vpu_bound/functional", vpu_program(5, 65536), true),
     ];
     let mut g = c.benchmark_group("sim_speed");
     g.sample_size(10);

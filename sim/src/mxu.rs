@@ -169,7 +169,7 @@ pub struct MxuModel {
     pending_load: Option<Cycle>,
     last_swap_start: Option<Cycle>,
     input_free: Cycle,
-    /// Shadow weights, widened, column-major `[n][k]` (so a column sum walks contiguous memory).
+    /// Shadow weights, widened, row-major `[k][n]` (a row of the array is contiguous).
     shadow: Vec<u32>,
     shadow_k: usize,
     shadow_mode: MxuMode,
@@ -178,8 +178,8 @@ pub struct MxuModel {
     active_mode: MxuMode,
     allowed: [bool; 2],
     acc: Vec<u32>,
-    /// Scratch: one widened input row.
-    xrow: Vec<u32>,
+    /// Scratch: one partial sum per column.
+    psum: Vec<u32>,
 }
 
 impl MxuModel {
@@ -208,7 +208,7 @@ impl MxuModel {
             active_mode: geom.mode,
             allowed: [geom.mode == MxuMode::Int8, geom.mode == MxuMode::Bf16],
             acc: sz(a * c),
-            xrow: sz(r),
+            psum: Vec::new(),
         }
     }
 
@@ -256,7 +256,7 @@ impl MxuModel {
             self.shadow.fill(0);
             for kk in 0..k {
                 for nn in 0..n {
-                    self.shadow[nn * r + kk] = d.widened(kk * n + nn);
+                    self.shadow[kk * c + nn] = d.widened(kk * n + nn);
                 }
             }
             self.shadow_k = k;
@@ -396,42 +396,54 @@ impl MxuModel {
         // Rows ≥ kmax are +0 × +0 in both operands: they only turn a −0 partial sum into +0.
         let kmax = k.max(self.active_k);
         let tail = kmax < r;
+        // One partial-sum register per column; rows are added top to bottom (k outer), so the
+        // additions of each column happen in the contract's order while the column loop
+        // (independent columns) vectorizes.
+        let mut p = std::mem::take(&mut self.psum);
+        p.clear();
+        p.resize(c, 0);
         for i in 0..m {
+            p.fill(0); // +0.0 / 0
             for kk in 0..kmax {
-                self.xrow[kk] = if kk < k { x.widened(i * k + kk) } else { 0 };
-            }
-            let row = (acc_addr + i) % a;
-            for n in 0..c {
-                let w = &self.active[n * r..n * r + kmax];
-                let acc = &mut self.acc[row * c + n];
+                let xv = if kk < k { x.widened(i * k + kk) } else { 0 };
+                let w = &self.active[kk * c..(kk + 1) * c];
                 match self.active_mode {
                     MxuMode::Bf16 => {
-                        let mut p = 0u32;
-                        for (&xv, &wv) in self.xrow[..kmax].iter().zip(w) {
-                            let prod = f32_ftz_canonical(
-                                (f32::from_bits(xv) * f32::from_bits(wv)).to_bits(),
-                            );
-                            p = f32_add(p, prod);
+                        let xf = f32::from_bits(xv);
+                        for (pn, &wv) in p.iter_mut().zip(w) {
+                            let prod = f32_ftz_canonical((xf * f32::from_bits(wv)).to_bits());
+                            *pn = f32_add(*pn, prod);
                         }
-                        if tail && p == 0x8000_0000 {
-                            p = 0;
-                        }
-                        *acc = if accumulate { f32_add(*acc, p) } else { p };
                     }
                     MxuMode::Int8 => {
-                        let mut p = 0i32;
-                        for (&xv, &wv) in self.xrow[..kmax].iter().zip(w) {
-                            p = i32_add(p, (xv as i32).wrapping_mul(wv as i32));
+                        let xi = xv as i32;
+                        for (pn, &wv) in p.iter_mut().zip(w) {
+                            *pn = i32_add(*pn as i32, xi.wrapping_mul(wv as i32)) as u32;
                         }
-                        *acc = if accumulate {
-                            i32_add(*acc as i32, p) as u32
+                    }
+                }
+            }
+            let row = (acc_addr + i) % a;
+            let acc = &mut self.acc[row * c..(row + 1) * c];
+            match self.active_mode {
+                MxuMode::Bf16 => {
+                    for (av, &pv) in acc.iter_mut().zip(p.iter()) {
+                        let pv = if tail && pv == 0x8000_0000 { 0 } else { pv };
+                        *av = if accumulate { f32_add(*av, pv) } else { pv };
+                    }
+                }
+                MxuMode::Int8 => {
+                    for (av, &pv) in acc.iter_mut().zip(p.iter()) {
+                        *av = if accumulate {
+                            i32_add(*av as i32, pv as i32) as u32
                         } else {
-                            p as u32
+                            pv
                         };
                     }
                 }
             }
         }
+        self.psum = p;
     }
 }
 

@@ -32,13 +32,16 @@ pub fn bf16_to_f32_daz(x: u16) -> u32 {
 /// Flushes an f32 subnormal to zero (sign kept) and canonicalizes NaN.
 #[inline]
 pub fn f32_ftz_canonical(bits: u32) -> u32 {
-    let exp = bits & F32_EXP_MASK;
-    if exp == 0 {
+    // Branch-free (selects), so loops over columns vectorize.
+    let r = if bits & F32_EXP_MASK == 0 {
         bits & F32_SIGN
-    } else if exp == F32_EXP_MASK && bits & 0x007F_FFFF != 0 {
-        CANONICAL_NAN
     } else {
         bits
+    };
+    if r & 0x7FFF_FFFF > F32_EXP_MASK {
+        CANONICAL_NAN
+    } else {
+        r
     }
 }
 
