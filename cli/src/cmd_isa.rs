@@ -19,6 +19,13 @@ pub struct AsmArgs {
     /// Output program file (default: the input with extension `.bin`).
     #[arg(short, long, value_name = "PROG.bin")]
     output: Option<PathBuf>,
+    /// Also check the program against this architecture (preset or JSON file): MXU indices,
+    /// tile sizes and modes, operand constraints, data and regions inside their memories.
+    #[arg(long, value_name = "PRESET|FILE")]
+    arch: Option<String>,
+    /// Override an arch field for the check, e.g. `--set mxu.rows=16` (repeatable).
+    #[arg(long = "set", value_name = "K=V", requires = "arch")]
+    set: Vec<String>,
 }
 
 /// `systole disasm`.
@@ -43,6 +50,11 @@ pub fn asm(a: AsmArgs) -> anyhow::Result<Outcome> {
     let name = a.input.display().to_string();
     let text = std::fs::read_to_string(&a.input).map_err(|e| user(format!("{name}: {e}")))?;
     let prog = isa::asm::assemble(&text).map_err(|e| user(e.render(&name)))?;
+    if let Some(arch) = &a.arch {
+        let cfg = crate::cmd_arch::resolve_arch(arch, &a.set)?;
+        prog.check_against(&cfg)
+            .map_err(|e| user(format!("{name}: does not fit arch `{}`: {e}", cfg.name)))?;
+    }
     let bytes = prog.to_bytes().map_err(|e| user(format!("{name}: {e}")))?;
     let out = a.output.unwrap_or_else(|| a.input.with_extension("bin"));
     std::fs::write(&out, bytes).map_err(|e| user(format!("{}: {e}", out.display())))?;

@@ -15,6 +15,7 @@ mod define;
 pub mod asm;
 pub mod binary;
 pub mod builder;
+mod check;
 pub mod disasm;
 pub mod docs;
 mod inst;
