@@ -41,6 +41,9 @@ pub fn fft(x: &ArrayLiteral, attrs: &Attrs, out: &ArrayShape) -> KResult<ArrayLi
     if lens.iter().any(|&l| l < 0) {
         return Err(KernelError::invalid("fft: negative fft_length"));
     }
+    if lens.contains(&0) {
+        return Err(KernelError::unsupported("fft with a zero fft_length"));
+    }
     let lens: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
     let first = rank - lens.len();
     let last = rank - 1;

@@ -4,10 +4,12 @@
 //! f32 and f64 run on `matrixmultiply`'s packed, cache-blocked SIMD kernels; integers (64-bit
 //! wrapping) and complex numbers run on a straightforward i-k-j loop.
 //!
-//! Determinism: `matrixmultiply` blocks the k loop outermost and splits only the m dimension
-//! among threads, so each output element is accumulated in the same order whatever the thread
-//! count. (Its SIMD kernel is chosen at run time from the CPU's features, so two machines with
-//! and without FMA may differ in the last ulp; one machine is always self-consistent.)
+//! Threads: `matrixmultiply`'s `threading` feature is on; `MATMUL_NUM_THREADS` sets the count
+//! (default: physical cores). Determinism: `matrixmultiply` keeps its k-blocking loop sequential
+//! and splits only the m/n tiles among threads, so each output element is accumulated in the
+//! same order whatever the thread count (checked: identical bits for 1, 2 and 4 threads on
+//! 1024³, 777×1500×333 and 2000×64×900 products). Its SIMD kernel is chosen at run time from
+//! the CPU's features, so machines with and without FMA may differ in the last ulp.
 
 use super::convert::Values;
 use num_complex::{Complex32, Complex64};
