@@ -8,7 +8,7 @@
 //! `max_cycles` in [`SimError::Timeout`].
 
 use crate::chip::{Chip, Env};
-use crate::core::{SeqBlock, MXU0};
+use crate::core::SeqBlock;
 use crate::cycle::Cycle;
 use crate::error::{DeadlockReport, SimError};
 use crate::memory::Memory;
@@ -59,7 +59,9 @@ pub struct System {
 }
 
 impl System {
-    /// A system of `replicas` chips of architecture `arch`, each running `program` on every core.
+    /// A system of `replicas` chips of architecture `arch`, each running `program` on every core
+    /// (chip `i` has replica id `i`). Chips run concurrently in one merged event order; they do
+    /// not talk to each other yet (`ici.*` instructions are reported as not supported).
     pub fn new(
         arch: &ArchConfig,
         program: Program,
@@ -71,10 +73,11 @@ impl System {
                 "at least one replica (chip) is needed".into(),
             ));
         }
-        if replicas > 1 {
-            return Err(SimError::Unsupported(
-                "more than one chip (ICI and multi-chip runs come in a later issue)".into(),
-            ));
+        if replicas as u64 > arch.ici.chips() {
+            return Err(SimError::Input(format!(
+                "{replicas} replicas do not fit the pod of {} chips (ici.dims)",
+                arch.ici.chips()
+            )));
         }
         let prog = Prog::new(program).map_err(|e| SimError::Input(e.to_string()))?;
         let params = Params::new(arch);
@@ -273,7 +276,7 @@ impl System {
                     None => "not blocked".into(),
                 };
                 waits.push(format!("{pre}.seq at pc {pc} `{inst}`: {why}"));
-                for (ui, u) in core.units.iter().enumerate() {
+                for u in &core.units {
                     let Some(head) = u.q.front() else { continue };
                     let why = if let Some(s) = &u.stuck {
                         s.clone()
@@ -285,7 +288,6 @@ impl System {
                     } else {
                         "waiting".into()
                     };
-                    let _ = ui >= MXU0;
                     waits.push(format!(
                         "chip{}.{} head pc {} `{}`: {why} ({} queued)",
                         ch.idx,

@@ -171,3 +171,53 @@ fn runs_are_deterministic() {
     assert_eq!(e1, e2);
     assert_eq!(s1.stats().to_json(), s2.stats().to_json());
 }
+
+#[test]
+fn replicas_run_concurrently_with_their_own_ids() {
+    // Each chip writes its replica id and the number of replicas to HBM, then waits a number
+    // of cycles proportional to its id: the system ends when the slowest chip halts.
+    let asm = r#"
+.dma 0 len=16
+    s.csr s1, csr=replica_id
+    s.csr s2, csr=num_replicas
+    s.st s1, [s0+0], t=s64
+    s.st s2, [s0+8], t=s64
+    dma.copy hbm[s0+0], vmem[s0+0], desc=0, signal=sem0
+    sem.wait sem0, n=1
+loop:
+    beq s1, s0, done
+    s.addi s1, s1, -1
+    jmp loop
+done:
+    halt
+"#;
+    let prog = isa::asm::assemble(asm).unwrap();
+    let a = ArchConfig::preset("mini").unwrap(); // a ring of 4 chips, one core each
+    let run = || {
+        let mut sys = System::new(&a, prog.clone(), 3, SimOptions::default()).unwrap();
+        let c = sys.run().unwrap().cycles;
+        (sys, c)
+    };
+    let (sys, cycles) = run();
+    let mut per_chip = Vec::new();
+    for chip in 0..3 {
+        let b = sys.hbm(chip).unwrap().read_vec(0, 16).unwrap();
+        assert_eq!(u64::from_le_bytes(b[..8].try_into().unwrap()), chip as u64);
+        assert_eq!(u64::from_le_bytes(b[8..].try_into().unwrap()), 3);
+        per_chip.push(
+            sys.stats()
+                .value(&format!("chip{chip}.core0.seq.busy_cycles"))
+                .unwrap(),
+        );
+    }
+    // chip i loops i times (beq not taken, addi, jmp taken = 1 + 1 + 1 + penalty cycles more)
+    let pen = a.sequencer.branch_penalty as u64;
+    assert_eq!(per_chip[1] - per_chip[0], 3 + pen);
+    assert_eq!(per_chip[2] - per_chip[1], 3 + pen);
+    assert_eq!(sys.stats().value("chip2.cycles"), Some(cycles));
+    assert_eq!(run().1, cycles);
+    assert!(
+        System::new(&a, prog, 5, SimOptions::default()).is_err(),
+        "the mini pod has 4 chips"
+    );
+}
