@@ -176,10 +176,24 @@ pub(super) fn collective_permute(a: &Args) -> InferResult {
     Ok(a.ops[0].clone())
 }
 
+/// `collective-permute-start` returns `(operand, result)` followed by zero or more `u32[]`
+/// context values (XLA versions differ in how many); without a declared shape, two.
 pub(super) fn collective_permute_start(a: &Args) -> InferResult {
     collective_permute(a)?;
     let x = a.ops[0].clone();
     let u = Shape::scalar(crate::types::ElementType::U32);
+    if let Some(d) = a.declared {
+        return match d.as_tuple() {
+            Some([p, q, rest @ ..])
+                if p.compatible(&x) && q.compatible(&x) && rest.iter().all(|r| r.compatible(&u)) =>
+            {
+                Ok(d.clone())
+            }
+            _ => Err(format!(
+                "collective-permute-start result must be ({x}, {x}) followed by u32[] context values, got {d}"
+            )),
+        };
+    }
     Ok(Shape::Tuple(vec![x.clone(), x, u.clone(), u]))
 }
 
