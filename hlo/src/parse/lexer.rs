@@ -411,6 +411,13 @@ impl<'a> Cursor<'a> {
                     None => break,
                 },
                 b',' | b'\n' if stack.is_empty() => break,
+                b'\n' => {
+                    let c = stack.last().copied().unwrap_or(b'}') as char;
+                    return self.err_at(
+                        p,
+                        format!("expected '{c}' to close {what}, found end of line"),
+                    );
+                }
                 _ => {}
             }
             p += 1;
@@ -447,7 +454,7 @@ mod tests {
         let mut c = Cursor::new("ab\nçd x");
         assert_eq!(c.span_at(0), Span::new(1, 1));
         let s = c.span_at(6);
-        assert_eq!((s.line, s.col), (2, 4));
+        assert_eq!((s.line, s.col), (2, 3));
         let s = c.span_at(1);
         assert_eq!((s.line, s.col), (1, 2));
     }

@@ -292,7 +292,7 @@ fn collectives() {
 
 #[test]
 fn control_flow_and_called_computations() {
-    let text = "HloModule m\ncond {\n  p = (s32[]) parameter(0)\n  ROOT t = pred[] constant(true)\n}\nbody {\n  ROOT p = (s32[]) parameter(0)\n}\nb0 {\n  ROOT q = f32[] parameter(0)\n}\nb1 {\n  ROOT r = f32[] parameter(0)\n}\nENTRY main {\n  init = (s32[]) parameter(0)\n  w = (s32[]) while(init), condition=cond, body=body, backend_config={\"known_trip_count\":{\"n\":\"10\"}}\n  k = s32[] parameter(1)\n  v = f32[] parameter(2)\n  c1 = f32[] conditional(k, v, v), branch_computations={b0, b1}\n  pr = pred[] parameter(3)\n  c2 = f32[] conditional(pr, v, v), true_computation=b0, false_computation=b1\n  cc = f32[] custom-call(v), custom_call_target=\"foo\", called_computations={b0}, custom_call_has_side_effect=true, api_version=API_VERSION_TYPED_FFI, opaque=\"x\\\"y\", operand_layout_constraints={f32[]}, output_to_operand_aliasing={{}: (0, {})}, schedule=SCHEDULE_LATEST\n  ROOT s = f32[] add(c1, c2), control-predecessors={w, cc}\n}\n";
+    let text = "HloModule m\ncond {\n  p = (s32[]) parameter(0)\n  ROOT t = pred[] constant(true)\n}\nbody {\n  ROOT bp = (s32[]) parameter(0)\n}\nb0 {\n  ROOT q = f32[] parameter(0)\n}\nb1 {\n  ROOT r = f32[] parameter(0)\n}\nENTRY main {\n  init = (s32[]) parameter(0)\n  w = (s32[]) while(init), condition=cond, body=body, backend_config={\"known_trip_count\":{\"n\":\"10\"}}\n  k = s32[] parameter(1)\n  v = f32[] parameter(2)\n  c1 = f32[] conditional(k, v, v), branch_computations={b0, b1}\n  pr = pred[] parameter(3)\n  c2 = f32[] conditional(pr, v, v), true_computation=b0, false_computation=b1\n  cc = f32[] custom-call(v), custom_call_target=\"foo\", called_computations={b0}, custom_call_has_side_effect=true, api_version=API_VERSION_TYPED_FFI, opaque=\"x\\\"y\", operand_layout_constraints={f32[]}, output_to_operand_aliasing={{}: (0, {})}, schedule=SCHEDULE_LATEST\n  ROOT s = f32[] add(c1, c2), control-predecessors={w, cc}\n}\n";
     let m = rt(text);
     let w = &inst(&m, "w").attrs;
     assert_eq!(m.comps[w.condition.unwrap()].name, "cond");
@@ -512,24 +512,29 @@ fn error_locations() {
         ("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n", 4, 1, "expected '}'"),
         ("HloModule m\nENTRY e {\n  ROOT a = f32[] parameter(0)\n  ROOT b = f32[] parameter(1)\n}\n", 4, 8, "second ROOT"),
         ("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] pad(a, a), padding=0_0_0_0\n}\n", 4, 38, "padding of the form"),
-        ("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] reverse(a), dimensions={0}, dimensions={0}\n}\n", 4, 46, "given twice"),
+        ("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] reverse(a), dimensions={0}, dimensions={0}\n}\n", 4, 47, "given twice"),
         ("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = pred[2] compare(a, a), direction=LTE\n}\n", 4, 45, "unknown comparison direction 'LTE'"),
         ("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] negate(f32[3] a)\n}\n", 4, 33, "written with shape f32[3]"),
-        ("HloModule m\nENTRY e {\n  a = f32[2] parameter(0), metadata={op_name=\"x\"\n}\n", 3, 52, "expected '}'"),
+        ("HloModule m\nENTRY e {\n  a = f32[2] parameter(0), metadata={op_name=\"x\"\n}\n", 3, 49, "expected '}' to close metadata"),
         ("HloModule m\nENTRY e {\n  a = f32[] constant(\"s\")\n}\n", 3, 22, "expected a number"),
         ("HloModule m\nENTRY e {\n  a = f32[] parameter(0) /* unterminated\n}\n", 3, 26, "unterminated comment"),
         ("HloModule m\nENTRY e {\n}\n", 3, 1, "has no instructions"),
         ("HloModule m\n", 2, 1, "expected a computation"),
-        ("HloModule m\nENTRY e {\n  a = f32[1] parameter(0)\n  ROOT c = f32[1] convolution(a, a), window={size=3 stride=1x1}, dim_labels=b0f_0io->b0f\n}\n", 4, 55, "window stride has 2"),
+        ("HloModule m\nENTRY e {\n  a = f32[1] parameter(0)\n  ROOT c = f32[1] convolution(a, a), window={size=3 stride=1x1}, dim_labels=b0f_0io->b0f\n}\n", 4, 53, "window stride has 2"),
         ("HloModule m\nENTRY e {\n  a = f32[1] parameter(0)\n  ROOT c = f32[1] convolution(a, a), dim_labels=b0f_0io->bf\n}\n", 4, 49, "malformed dim_labels"),
         ("HloModule m\nENTRY e {\n  a = f32[] constant(nan(0x800000))\n}\n", 3, 22, "does not fit"),
         ("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n  ROOT b = f32[] add(a, a), control-predecessors={zz}\n}\n", 4, 51, "unknown control predecessor 'zz'"),
     ];
+    let mut bad = Vec::new();
     for &(text, line, col, msg) in cases {
         let (l, c, m) = err(text);
-        assert!(m.contains(msg), "message {m:?} lacks {msg:?} for:\n{text}");
-        assert_eq!((l, c), (line, col), "location of {m:?} for:\n{text}");
+        if !m.contains(msg) || (l, c) != (line, col) {
+            bad.push(format!(
+                "got {l}:{c} {m:?}, want {line}:{col} {msg:?} for:\n{text}"
+            ));
+        }
     }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 #[test]
@@ -550,7 +555,7 @@ fn hostile_inputs_fail_cleanly() {
         "{".repeat(10000)
     );
     assert!(err(&deep_attr).2.contains("nesting deeper"));
-    let huge = "HloModule m\nENTRY e {\n  a = f32[4000000000000,8000000000000] constant({1})\n}\n";
+    let huge = "HloModule m\nENTRY e {\n  a = f32[4000000000000] constant({1})\n}\n";
     assert!(err(huge).2.contains("expected 4000000000000 entries"));
     for t in [
         "",
