@@ -104,7 +104,7 @@ pub(super) fn conditional(a: &Args) -> InferResult {
             &sig,
             &[a.ops[i + 1].clone()],
             result.as_ref(),
-            &format!("conditional {name}"),
+            &format!("conditional {name} (operand {})", i + 1),
         )
         .map_err(|e| {
             if result.is_some() {
