@@ -27,6 +27,9 @@ pub struct SimArgs {
     /// Override an arch field, e.g. `--set mxu.rows=16` (repeatable).
     #[arg(long = "set", value_name = "K=V")]
     sets: Vec<String>,
+    /// Chips (replicas) running the program; each sees its own `replica_id`.
+    #[arg(long, default_value_t = 1)]
+    replicas: u32,
     /// Timing only: no functional execution (faster; scalar loads see only program data).
     #[arg(long)]
     timing_only: bool,
@@ -39,10 +42,10 @@ pub struct SimArgs {
     /// Write the statistics as JSON.
     #[arg(long, value_name = "STATS.json")]
     stats_json: Option<PathBuf>,
-    /// The host's infeed stream for core 0 (raw bytes).
+    /// The host's infeed stream for core 0 of every chip (raw bytes).
     #[arg(long, value_name = "FILE")]
     infeed: Option<PathBuf>,
-    /// Write core 0's outfeed stream (raw bytes).
+    /// Write chip 0 core 0's outfeed stream (raw bytes).
     #[arg(long, value_name = "FILE")]
     outfeed: Option<PathBuf>,
     /// Stop (exit 1) if the program has not halted by this cycle.
@@ -53,15 +56,19 @@ pub struct SimArgs {
 struct SharedSink(Arc<Mutex<VecSink>>);
 impl TraceSink for SharedSink {
     fn event(&mut self, e: &TraceEvent<'_>) {
-        self.0.lock().expect("trace sink").events.push(OwnedTraceEvent {
-            chip: e.chip,
-            unit: e.unit.to_string(),
-            name: e.name.to_string(),
-            symbol: e.symbol.map(str::to_string),
-            pc: e.pc,
-            start: e.start,
-            end: e.end,
-        });
+        self.0
+            .lock()
+            .expect("trace sink")
+            .events
+            .push(OwnedTraceEvent {
+                chip: e.chip,
+                unit: e.unit.to_string(),
+                name: e.name.to_string(),
+                symbol: e.symbol.map(str::to_string),
+                pc: e.pc,
+                start: e.start,
+                end: e.end,
+            });
     }
 }
 
@@ -71,8 +78,11 @@ fn load_program(path: &PathBuf) -> anyhow::Result<isa::Program> {
     if bytes.starts_with(b"SYSTPRG\0") {
         return isa::Program::from_bytes(&bytes).map_err(|e| user(format!("{name}: {e}")));
     }
-    let text = String::from_utf8(bytes)
-        .map_err(|_| user(format!("{name}: neither a program file nor UTF-8 assembly text")))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        user(format!(
+            "{name}: neither a program file nor UTF-8 assembly text"
+        ))
+    })?;
     isa::asm::assemble(&text).map_err(|e| user(e.render(&name)))
 }
 
@@ -80,11 +90,18 @@ fn load_program(path: &PathBuf) -> anyhow::Result<isa::Program> {
 pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
     let arch = arch::ArchConfig::resolve(&a.arch, &a.sets).map_err(|e| user(e.to_string()))?;
     let prog = load_program(&a.input)?;
-    let opts = SimOptions { functional: !a.timing_only, max_cycles: a.max_cycles };
-    let mut sys = System::new(&arch, prog, 1, opts).map_err(|e| user(e.to_string()))?;
+    let opts = SimOptions {
+        functional: !a.timing_only,
+        max_cycles: a.max_cycles,
+    };
+    let mut sys = System::new(&arch, prog, a.replicas, opts).map_err(|e| user(e.to_string()))?;
     if let Some(p) = &a.infeed {
         let b = std::fs::read(p).map_err(|e| user(format!("{}: {e}", p.display())))?;
-        let r = if a.timing_only { sys.set_infeed_len(0, 0, b.len() as u64) } else { sys.set_infeed(0, 0, b) };
+        let r = if a.timing_only {
+            sys.set_infeed_len(0, 0, b.len() as u64)
+        } else {
+            sys.set_infeed(0, 0, b)
+        };
         r.map_err(|e| user(e.to_string()))?;
     }
     let sink = Arc::new(Mutex::new(VecSink::default()));
@@ -103,14 +120,22 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
         Err(e) => return Err(user(e.to_string())),
     };
     let us = r.cycles as f64 / arch.clock_mhz;
-    println!("cycles: {} ({us:.3} µs at {} MHz)", r.cycles, arch.clock_mhz);
+    println!(
+        "cycles: {} ({us:.3} µs at {} MHz)",
+        r.cycles, arch.clock_mhz
+    );
     eprintln!(
         "simulated in {secs:.3} s ({} events, {:.3e} cycles/s)",
         r.events,
         r.cycles as f64 / secs.max(1e-9)
     );
     if a.stats {
-        let width = sys.stats().iter().map(|e| e.decl.name.len()).max().unwrap_or(0);
+        let width = sys
+            .stats()
+            .iter()
+            .map(|e| e.decl.name.len())
+            .max()
+            .unwrap_or(0);
         for e in sys.stats().iter() {
             println!("{:width$}  {:>14}  {}", e.decl.name, e.value, e.decl.unit);
         }
@@ -121,7 +146,9 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
     }
     if let Some(p) = &a.trace {
         let f = std::fs::File::create(p).map_err(|e| user(format!("{}: {e}", p.display())))?;
-        sink.lock().expect("trace sink").write_chrome_json(std::io::BufWriter::new(f))?;
+        sink.lock()
+            .expect("trace sink")
+            .write_chrome_json(std::io::BufWriter::new(f))?;
     }
     if let Some(p) = &a.outfeed {
         let out = sys.outfeed(0, 0).unwrap_or_default();

@@ -67,3 +67,15 @@ fn out_of_range_access_is_an_error() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_program_that_never_halts_times_out() {
+    let prog = isa::asm::assemble("loop:\n    s.addi s1, s1, 1\n    jmp loop\n").unwrap();
+    let a = ArchConfig::preset("mini").unwrap();
+    let opts = SimOptions {
+        max_cycles: 100_000,
+        ..Default::default()
+    };
+    let mut sys = System::new(&a, prog, 1, opts).unwrap();
+    assert_eq!(sys.run().unwrap_err(), SimError::Timeout(100_000));
+}
