@@ -115,11 +115,26 @@ fn negative_suite_fails_where_expected() {
     );
 }
 
-/// `target/<profile>/systole`, if it was built and has a `check` subcommand.
+/// `target/<profile>/systole`, if it was built after the last change to the sources of the
+/// `hlo` and `cli` crates (so it contains the library under test) and has a `check`
+/// subcommand.
 fn systole_binary() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let profile_dir = exe.parent()?.parent()?;
     let bin = profile_dir.join(format!("systole{}", std::env::consts::EXE_SUFFIX));
+    let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok()?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    let newest = ["hlo/src", "cli/src"]
+        .iter()
+        .filter_map(|d| newest_mtime(&root.join(d)))
+        .max()?;
+    if built < newest {
+        eprintln!(
+            "{} is older than the hlo/cli sources; not used",
+            bin.display()
+        );
+        return None;
+    }
     let ok = Command::new(&bin)
         .args(["check", "--help"])
         .output()
@@ -127,6 +142,23 @@ fn systole_binary() -> Option<PathBuf> {
         .status
         .success();
     ok.then_some(bin)
+}
+
+/// The newest modification time of any file under `dir`.
+fn newest_mtime(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut newest = None;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(t) = e.metadata().and_then(|m| m.modified()) {
+                newest = newest.max(Some(t));
+            }
+        }
+    }
+    newest
 }
 
 #[test]
