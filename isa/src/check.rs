@@ -33,7 +33,7 @@ impl Program {
         };
         for (i, d) in self.data.iter().enumerate() {
             let end = d.addr.checked_add(d.bytes.len() as u64);
-            if end.is_none_or_gt(size(d.space)) {
+            if exceeds(end, size(d.space)) {
                 e.push(format!(
                     "data segment {i}: {} bytes at {} {} exceed its {} bytes",
                     d.bytes.len(),
@@ -44,7 +44,7 @@ impl Program {
             }
         }
         for r in &self.regions {
-            if r.addr.checked_add(r.size).is_none_or_gt(size(r.space)) {
+            if exceeds(r.addr.checked_add(r.size), size(r.space)) {
                 e.push(format!(
                     "region `{}` ({} bytes at {} {}) exceeds its {} bytes",
                     r.name,
@@ -63,16 +63,11 @@ impl Program {
     }
 }
 
-trait EndCheck {
-    fn is_none_or_gt(self, limit: u64) -> bool;
-}
-
-impl EndCheck for Option<u64> {
-    fn is_none_or_gt(self, limit: u64) -> bool {
-        match self {
-            None => true,
-            Some(v) => v > limit,
-        }
+/// Whether a computed end address overflowed or lies past `limit`.
+fn exceeds(end: Option<u64>, limit: u64) -> bool {
+    match end {
+        None => true,
+        Some(v) => v > limit,
     }
 }
 
