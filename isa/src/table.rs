@@ -125,7 +125,8 @@ define_isa! {
     /// values of the accumulator type: i32 for int8, f32 for bf16) goes to accumulator row
     /// `(a + r) mod mxu.acc_rows`, `a = s[acc.base] + acc.off` (`0 <= a < acc_rows`),
     /// overwriting it if `accumulate = 0`, adding to it if `1`. `mode` must equal the mode of
-    /// the weights being used, and be one of `mxu.dtypes`.
+    /// the weights being used, and be one of `mxu.dtypes`. Before the first weight load the
+    /// active weights are all zero, in mode `mxu.dtype`.
     MxuMatmul = 0x51, "mxu.matmul", Mxu, MxuMatmul, NoType,
         (src: VAddr = 21, acc: AccAddr = 21)
         { mxu: u32 = 4, m: u32 = 20, k: u32 = 11, stride: u32 = 20, mode: MxuDtype = 1,
