@@ -3,6 +3,7 @@
 //! Prints simulated cycles, events, host CPU time and simulated cycles per host second.
 
 use sim::{SimOptions, System};
+use std::io::Write;
 
 fn cpu_seconds() -> f64 {
     // utime + stime of this process, from /proc (Linux); wall clock elsewhere.
@@ -45,7 +46,10 @@ fn main() {
     let (c0, w0) = (cpu_seconds(), std::time::Instant::now());
     let r = sys.run().expect("run");
     let (cpu, wall) = (cpu_seconds() - c0, w0.elapsed().as_secs_f64());
-    println!(
+    let mut out = std::io::stdout().lock();
+    // Ignore write errors (e.g. a closed pipe).
+    let _ = writeln!(
+        out,
         "cycles {} events {} cpu {:.3}s wall {:.3}s -> {:.3e} cycles/cpu-s ({:.3e} cycles/wall-s)",
         r.cycles,
         r.events,
@@ -59,6 +63,6 @@ fn main() {
         .iter()
         .filter(|e| e.decl.name.contains(".sim.events."))
     {
-        println!("  {} {}", e.decl.name, e.value);
+        let _ = writeln!(out, "  {} {}", e.decl.name, e.value);
     }
 }
