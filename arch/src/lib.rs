@@ -14,12 +14,14 @@ mod config;
 mod error;
 mod overrides;
 mod presets;
+mod table;
 mod validate;
 
 pub use config::*;
 pub use error::ArchError;
 pub use overrides::{apply_override, parse_override};
 pub use presets::{preset_json, PRESETS};
+pub use table::presets_markdown;
 pub use validate::{MAX_ACC_ROWS, MAX_MXUS, MAX_MXU_DIM};
 
 impl ArchConfig {

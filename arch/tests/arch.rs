@@ -193,3 +193,18 @@ fn derived_helpers() {
     assert_eq!(c.vpu.alu.busy_cycles(17), 2);
     assert_eq!(c.vpu.elems_per_vreg(), 16);
 }
+
+#[test]
+fn presets_md_is_fresh() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("PRESETS.md");
+    let want = arch::presets_markdown();
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&path, &want).unwrap();
+        return;
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "arch/PRESETS.md is stale: regenerate it with `BLESS=1 cargo test -p arch presets_md`"
+    );
+}
