@@ -1,8 +1,11 @@
 //! Yosys synthesis for FPGA targets and simulation of the synthesized netlist.
 //!
-//! * Xilinx: `synth_xilinx -flatten` (DSP48E1 inference on; block RAM for the accumulator).
+//! * Xilinx: `synth_xilinx -flatten` (DSP48E1 inference on; the accumulator maps to LUT-RAM).
 //! * iCE40: `synth_ice40` without `-dsp` (LUT-only multipliers: Yosys 0.23's `-dsp` mapping drops
 //!   multipliers of this design).
+//!
+//! Both run the stock script with its `coarse` step written out minus `share` (see
+//! [`Target`]'s script).
 //!
 //! The netlist is then simulated with Icarus Verilog and Yosys's cell models against the same
 //! stimulus and reference as the Verilator co-simulation (see [`NetlistModel`]), so a netlist
@@ -29,10 +32,24 @@ impl Target {
             Target::Ice40 => "ice40",
         }
     }
+    /// The Yosys commands. Both are the stock scripts with their `coarse` step spelled out minus
+    /// `share`: resource sharing finds nothing to share here (every operator is busy every
+    /// cycle) but its SAT search over the f32 adders' shifters takes tens of minutes.
     fn script(self) -> &'static str {
         match self {
-            Target::Xilinx => "synth_xilinx -flatten -top mxu",
-            Target::Ice40 => "synth_ice40 -top mxu",
+            Target::Xilinx => {
+                "synth_xilinx -flatten -top mxu -run :coarse\n\
+                 techmap -map +/cmp2lut.v -map +/cmp2lcu.v -D LUT_WIDTH=6\n\
+                 alumacc\nopt\nmemory -nomap\nopt_clean\n\
+                 synth_xilinx -flatten -top mxu -run map_memory:"
+            }
+            Target::Ice40 => {
+                "synth_ice40 -top mxu -run :coarse\n\
+                 opt_expr\nopt_clean\ncheck\nopt -nodffe -nosdff\nfsm\nopt\nwreduce\n\
+                 peepopt\nopt_clean\ntechmap -map +/cmp2lut.v -D LUT_WIDTH=4\nopt_expr\n\
+                 opt_clean\nmemory_dff\nalumacc\nopt\nmemory -nomap\nopt_clean\n\
+                 synth_ice40 -top mxu -run map_ram:"
+            }
         }
     }
     fn cells_sim(self) -> PathBuf {
