@@ -79,4 +79,6 @@ pub fn eval_op(cx: &mut Ctx<'_>, inst: &Instruction, operands: &[&Literal]) -> E
 }
 
 #[cfg(test)]
+mod dispatch_tests;
+#[cfg(test)]
 mod test_util;
