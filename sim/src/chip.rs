@@ -141,7 +141,7 @@ impl Chip {
             cycles: stats.declare(
                 format!("{pre}.cycles"),
                 "cycles",
-                "cycles until every core halted",
+                "cycles of the run (until every core of every chip halted)",
             ),
             events: ["seq", "kick", "done", "dma_join", "hbm_wake", "vmem_wake"].map(|k| {
                 stats.declare(
