@@ -17,8 +17,12 @@ fn iota_lit(dims: &[usize]) -> Literal {
 /// Builds `lhs + rhs` with `bd`, evaluates it, returns (dims, values) or the builder error.
 fn add(l: &Literal, r: &Literal, bd: &[i64]) -> Result<(Vec<usize>, Vec<f32>), String> {
     let mut b = XlaBuilder::new("bcast");
-    let lp = b.parameter(0, l.shape(), "lhs").map_err(|e| e.to_string())?;
-    let rp = b.parameter(1, r.shape(), "rhs").map_err(|e| e.to_string())?;
+    let lp = b
+        .parameter(0, l.shape(), "lhs")
+        .map_err(|e| e.to_string())?;
+    let rp = b
+        .parameter(1, r.shape(), "rhs")
+        .map_err(|e| e.to_string())?;
     let sum = b.add_in_dim(lp, rp, bd).map_err(|e| e.to_string())?;
     let c = b.build(sum).map_err(|e| e.to_string())?;
     // The built module prints as HLO text that parses and verifies again.
@@ -63,14 +67,24 @@ fn reference(l: &Literal, lmap: &[usize], r: &Literal, rmap: &[usize], out: &[us
 
 #[test]
 fn matrix_plus_vector_with_dimension_1() {
-    let (d, v) = add(&lit(&[2, 3], &[1., 2., 3., 4., 5., 6.]), &lit(&[3], &[7., 8., 9.]), &[1]).unwrap();
+    let (d, v) = add(
+        &lit(&[2, 3], &[1., 2., 3., 4., 5., 6.]),
+        &lit(&[3], &[7., 8., 9.]),
+        &[1],
+    )
+    .unwrap();
     assert_eq!(d, vec![2, 3]);
     assert_eq!(v, vec![8., 10., 12., 11., 13., 15.]);
 }
 
 #[test]
 fn matrix_plus_scalar() {
-    let (d, v) = add(&lit(&[2, 3], &[1., 2., 3., 4., 5., 6.]), &lit(&[], &[7.]), &[]).unwrap();
+    let (d, v) = add(
+        &lit(&[2, 3], &[1., 2., 3., 4., 5., 6.]),
+        &lit(&[], &[7.]),
+        &[],
+    )
+    .unwrap();
     assert_eq!(d, vec![2, 3]);
     assert_eq!(v, vec![8., 9., 10., 11., 12., 13.]);
 }
@@ -79,8 +93,14 @@ fn matrix_plus_scalar() {
 fn square_matrix_plus_vector_both_ways() {
     let m = lit(&[3, 3], &[0.; 9]);
     let vec = lit(&[3], &[7., 8., 9.]);
-    assert_eq!(add(&m, &vec, &[1]).unwrap().1, vec![7., 8., 9., 7., 8., 9., 7., 8., 9.]);
-    assert_eq!(add(&m, &vec, &[0]).unwrap().1, vec![7., 7., 7., 8., 8., 8., 9., 9., 9.]);
+    assert_eq!(
+        add(&m, &vec, &[1]).unwrap().1,
+        vec![7., 8., 9., 7., 8., 9., 7., 8., 9.]
+    );
+    assert_eq!(
+        add(&m, &vec, &[0]).unwrap().1,
+        vec![7., 7., 7., 8., 8., 8., 9., 9., 9.]
+    );
 }
 
 #[test]
@@ -112,7 +132,11 @@ fn formal_definition_vector_onto_each_dimension() {
         let t = iota_lit(&[big_dims[dim]]);
         let (d, v) = add(&big, &t, &[dim as i64]).unwrap();
         assert_eq!(d, big_dims.to_vec());
-        assert_eq!(v, reference(&big, &[0, 1, 2, 3], &t, &[dim], &big_dims), "dim {dim}");
+        assert_eq!(
+            v,
+            reference(&big, &[0, 1, 2, 3], &t, &[dim], &big_dims),
+            "dim {dim}"
+        );
     }
 }
 
@@ -124,13 +148,21 @@ fn formal_definition_matrix_pairs_and_illegal_orders() {
         let tv = iota_lit(&[big_dims[pair[0]], big_dims[pair[1]]]);
         let bd = [pair[0] as i64, pair[1] as i64];
         let (_, v) = add(&big, &tv, &bd).unwrap();
-        assert_eq!(v, reference(&big, &[0, 1, 2, 3], &tv, &pair, &big_dims), "{pair:?}");
+        assert_eq!(
+            v,
+            reference(&big, &[0, 1, 2, 3], &tv, &pair, &big_dims),
+            "{pair:?}"
+        );
     }
     // V to N and T to P (decreasing), and V to both P and N (repeated): illegal.
     let tv = iota_lit(&[4, 3]);
-    assert!(add(&big, &tv, &[2, 1]).unwrap_err().contains("strictly increasing"));
+    assert!(add(&big, &tv, &[2, 1])
+        .unwrap_err()
+        .contains("strictly increasing"));
     let tv = iota_lit(&[3, 3]);
-    assert!(add(&big, &tv, &[1, 1]).unwrap_err().contains("strictly increasing"));
+    assert!(add(&big, &tv, &[1, 1])
+        .unwrap_err()
+        .contains("strictly increasing"));
 }
 
 #[test]
@@ -153,7 +185,12 @@ fn degenerate_dimension_examples() {
 
 #[test]
 fn composition_vector_plus_1x2_matrix() {
-    let (d, v) = add(&lit(&[4], &[1., 2., 3., 4.]), &lit(&[1, 2], &[5., 6.]), &[0]).unwrap();
+    let (d, v) = add(
+        &lit(&[4], &[1., 2., 3., 4.]),
+        &lit(&[1, 2], &[5., 6.]),
+        &[0],
+    )
+    .unwrap();
     assert_eq!(d, vec![4, 2]);
     assert_eq!(v, vec![6., 7., 7., 8., 8., 9., 9., 10.]);
 }
@@ -169,8 +206,12 @@ fn composition_1x2_matrix_plus_4x3x1_array() {
 #[test]
 fn built_modules_carry_explicit_broadcasts() {
     let mut b = XlaBuilder::new("m");
-    let x = b.parameter(0, Shape::array(hlo::ElementType::F32, &[4]), "x").unwrap();
-    let y = b.parameter(1, Shape::array(hlo::ElementType::F32, &[1, 2]), "y").unwrap();
+    let x = b
+        .parameter(0, Shape::array(hlo::ElementType::F32, &[4]), "x")
+        .unwrap();
+    let y = b
+        .parameter(1, Shape::array(hlo::ElementType::F32, &[1, 2]), "y")
+        .unwrap();
     let s = b.add_in_dim(x, y, &[0]).unwrap();
     let text = b.build(s).unwrap().to_text();
     assert!(text.contains("broadcast("), "{text}");
