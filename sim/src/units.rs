@@ -115,12 +115,11 @@ pub struct Started {
 impl Chip {
     pub(crate) fn cmd_err(
         &self,
-        env: &Env<'_>,
+        _env: &Env<'_>,
         c: usize,
         cmd: &Cmd,
         msg: impl Into<String>,
     ) -> SimError {
-        let _ = env;
         SimError::Exec {
             chip: self.idx,
             core: c as u32,

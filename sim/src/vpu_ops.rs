@@ -186,7 +186,6 @@ pub fn binary(op: BinOp, t: DType, a: u64, b: u64) -> Result<u64, OpError> {
     // integers
     let bits = elem::bits(t);
     let (x, y) = (int_value(t, a), int_value(t, b));
-    let signed = t.is_signed_int();
     let r: i128 = match op {
         Add => x + y,
         Sub => x - y,
@@ -248,7 +247,6 @@ pub fn binary(op: BinOp, t: DType, a: u64, b: u64) -> Result<u64, OpError> {
         }
         Pow | Atan2 => return Err(err("pow/atan2", t)),
     };
-    let _ = signed;
     Ok(from_int(t, r))
 }
 
