@@ -17,6 +17,7 @@ mod dma;
 pub mod elem;
 pub mod engine;
 pub mod error;
+mod host;
 pub mod link;
 pub mod memory;
 pub mod mxu;
