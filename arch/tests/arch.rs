@@ -208,3 +208,51 @@ fn presets_md_is_fresh() {
         "arch/PRESETS.md is stale: regenerate it with `BLESS=1 cargo test -p arch presets_md`"
     );
 }
+
+/// Every leaf of every preset is overridable: setting it to its own printed value is a no-op,
+/// and setting a number to a different valid value changes exactly that field.
+#[test]
+fn every_field_is_overridable() {
+    fn leaves(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    let p = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    leaves(&p, x, out);
+                }
+            }
+            other => out.push((prefix.to_string(), other.clone())),
+        }
+    }
+    for (name, _) in PRESETS {
+        let c = ArchConfig::preset(name).unwrap();
+        let mut all = Vec::new();
+        leaves("", &serde_json::to_value(&c).unwrap(), &mut all);
+        assert!(all.len() > 40, "{name}: {} leaves", all.len());
+        for (path, v) in &all {
+            let text = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let o = format!("{path}={text}");
+            let back =
+                ArchConfig::resolve(name, &[o.as_str()]).unwrap_or_else(|e| panic!("{o}: {e}"));
+            assert_eq!(back, c, "{o}");
+        }
+    }
+    let c = ArchConfig::resolve(
+        "tpu-v4",
+        &["hbm.latency_ns=123.5", "vpu.cross_lane.latency=9"],
+    )
+    .unwrap();
+    assert_eq!(c.hbm.latency_ns, 123.5);
+    assert_eq!(c.vpu.cross_lane.latency, 9);
+    let mut expect = ArchConfig::preset("tpu-v4").unwrap();
+    expect.hbm.latency_ns = 123.5;
+    expect.vpu.cross_lane.latency = 9;
+    assert_eq!(c, expect);
+}
