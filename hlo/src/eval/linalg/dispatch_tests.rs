@@ -38,10 +38,12 @@ fn rng_get_and_update_state_advances_by_delta() {
     let text = "HloModule m\n\nENTRY e {\n  s = u64[2] rng-get-and-update-state(), delta=16\n  \
                 s2 = u64[2] rng-get-and-update-state(), delta=16\n  ROOT t = (u64[2], u64[2]) tuple(s, s2)\n}\n";
     let m = crate::parse(text).unwrap();
-    let mut rt = SingleReplica::default();
-    rt.rng = RngState {
-        seed: 9,
-        counter: 5,
+    let mut rt = SingleReplica {
+        rng: RngState {
+            seed: 9,
+            counter: 5,
+        },
+        ..SingleReplica::default()
     };
     let r = Evaluator::new(&m).run(&[], &mut rt).unwrap();
     let u = |v: Vec<u64>| Literal::array(vec![2], ArrayData::U64(v));
