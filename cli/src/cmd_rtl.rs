@@ -187,6 +187,7 @@ fn synth(s: SynthArgs) -> Result<Outcome> {
         rep.seconds,
         rep.yosys
     );
+    println!("netlist: {}", rep.netlist.display());
     println!(
         "PEs: {}  DSP per PE: {:.2}",
         p.rows * p.cols,

@@ -126,8 +126,7 @@ pub fn parse_stat(log: &str) -> Vec<(String, u64)> {
 
 /// Synthesizes the MXU for `p` with Yosys for `target` (in a scratch folder kept for the netlist).
 pub fn synthesize(p: &MxuParams, target: Target) -> Result<SynthReport, HwError> {
-    let dir = tools::cache_root().join(format!("synth-{}-{}", p.tag(), target.name()));
-    std::fs::create_dir_all(&dir).map_err(|e| tools::io_err(&dir, e))?;
+    let dir = crate::flow::scratch_dir(&format!("synth-{}-{}", p.tag(), target.name()))?;
     let v = dir.join("mxu.v");
     tools::write(&v, &emit::verilog(p)?)?;
     let netlist = dir.join("netlist.v");
