@@ -357,6 +357,39 @@ fn infeed_outfeed_and_host_transfers_per_replica() {
     }
 }
 
+// ---- the corpus's multi-replica and side-effect cases ---------------------------------------
+
+#[test]
+fn corpus_replica_and_host_io_cases_pass() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance");
+    let mut ran = Vec::new();
+    for dir in hlo::case::case_dirs(&root).unwrap() {
+        let case = hlo::case::load_case(&dir).unwrap();
+        let host_io = !(case.infeed.is_empty()
+            && case.outfeed.is_empty()
+            && case.host_send.is_empty()
+            && case.host_recv.is_empty());
+        let p2p = case.hlo_opcodes.iter().any(|o| o == "send" || o == "recv");
+        if case.replicas <= 1 && !host_io && !p2p {
+            continue;
+        }
+        let outcome = hlo::eval::corpus::run_case(&case, &EvalOptions::default());
+        assert!(outcome.passed(), "{}: {outcome:?}", case.name);
+        ran.push(case.name);
+    }
+    // The corpus README lists 12 multi-replica cases and 2 one-replica host I/O cases.
+    for name in [
+        "pmap_psum_in_while",
+        "send_recv_replicas",
+        "send_recv_host",
+        "infeed_outfeed",
+        "shard_map_2d_groups",
+    ] {
+        assert!(ran.iter().any(|n| n == name), "{name} not run: {ran:?}");
+    }
+    assert_eq!(ran.len(), 14, "{ran:?}");
+}
+
 // ---- deadlocks ------------------------------------------------------------------------------
 
 fn deadlock_dir() -> PathBuf {
