@@ -1,6 +1,7 @@
 //! Compare, Select and Clamp.
 //!
-//! Compare: `FLOAT` is IEEE (every comparison with NaN is false except NE);
+//! Compare: `FLOAT` is IEEE (every comparison with NaN is false except NE; f32 subnormals
+//! read as zero, as in f32 arithmetic);
 //! `TOTALORDER` orders -NaN < -Inf < -finite < -0 < +0 < +finite < +Inf < +NaN by mapping the
 //! bit pattern to a signed integer key; `SIGNED`/`UNSIGNED` compare integers as written (an
 //! explicit `type=` overrides the element type's signedness by reinterpreting the bits). Without
@@ -8,7 +9,7 @@
 //! Select and Clamp accept a scalar predicate / scalar bounds (broadcast).
 
 use crate::attrs::{ComparisonDirection, ComparisonType};
-use crate::eval::elementwise::{binary_data, complex_vals, float_vals, splat};
+use crate::eval::elementwise::{arith_vals, binary_data, complex_vals, splat};
 use crate::eval::error::{EResult, EvalError};
 use crate::eval::util::{mk, operand};
 use crate::ir::Instruction;
@@ -51,7 +52,9 @@ pub fn compare_data(
 ) -> EResult<Vec<bool>> {
     let et = a.element_type();
     if et != b.element_type() || a.len() != b.len() {
-        return Err(EvalError::invalid("compare operands differ in type or size"));
+        return Err(EvalError::invalid(
+            "compare operands differ in type or size",
+        ));
     }
     let n = a.len();
     if et.is_carried_only() {
@@ -62,7 +65,11 @@ pub fn compare_data(
         if !matches!(dir, D::Eq | D::Ne) {
             return Err(EvalError::invalid("complex values only compare EQ/NE"));
         }
-        return Ok(x.iter().zip(&y).map(|(p, q)| (p == q) == (dir == D::Eq)).collect());
+        return Ok(x
+            .iter()
+            .zip(&y)
+            .map(|(p, q)| (p == q) == (dir == D::Eq))
+            .collect());
     }
     let is_float = et.is_float();
     let ty = ty.unwrap_or(if is_float {
@@ -74,11 +81,14 @@ pub fn compare_data(
     });
     Ok(match ty {
         ComparisonType::Float => {
-            let (x, y) = match (float_vals(a), float_vals(b)) {
+            let (x, y) = match (arith_vals(a), arith_vals(b)) {
                 (Some(x), Some(y)) => (x, y),
                 _ => return Err(EvalError::invalid(format!("type=FLOAT compare on {et}"))),
             };
-            x.iter().zip(&y).map(|(p, q)| apply(dir, p.partial_cmp(q))).collect()
+            x.iter()
+                .zip(&y)
+                .map(|(p, q)| apply(dir, p.partial_cmp(q)))
+                .collect()
         }
         ComparisonType::TotalOrder => {
             let bits = et.bits();
@@ -96,19 +106,29 @@ pub fn compare_data(
                 let sh = 64 - bits;
                 ((v as u64) << sh) as i64 >> sh
             };
-            (0..n).map(|i| apply(dir, Some(sx(a.bits_at(i)).cmp(&sx(b.bits_at(i)))))).collect()
+            (0..n)
+                .map(|i| apply(dir, Some(sx(a.bits_at(i)).cmp(&sx(b.bits_at(i))))))
+                .collect()
         }
-        ComparisonType::Unsigned if !is_float => {
-            (0..n).map(|i| apply(dir, Some(a.bits_at(i).cmp(&b.bits_at(i))))).collect()
+        ComparisonType::Unsigned if !is_float => (0..n)
+            .map(|i| apply(dir, Some(a.bits_at(i).cmp(&b.bits_at(i)))))
+            .collect(),
+        t => {
+            return Err(EvalError::invalid(format!(
+                "type={} compare on {et}",
+                t.name()
+            )))
         }
-        t => return Err(EvalError::invalid(format!("type={} compare on {et}", t.name()))),
     })
 }
 
 /// `compare(a, b), direction=.., type=..`.
 pub fn compare(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let (a, b) = (operand(ops, 0)?, operand(ops, 1)?);
-    let dir = inst.attrs.direction.ok_or_else(|| EvalError::invalid("compare without direction"))?;
+    let dir = inst
+        .attrs
+        .direction
+        .ok_or_else(|| EvalError::invalid("compare without direction"))?;
     let (ad, bd, dims) = if a.dims == b.dims {
         (a.data.clone(), b.data.clone(), a.dims.clone())
     } else if a.dims.is_empty() {
@@ -116,9 +136,15 @@ pub fn compare(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     } else if b.dims.is_empty() {
         (a.data.clone(), splat(&b.data, a.data.len()), a.dims.clone())
     } else {
-        return Err(EvalError::invalid(format!("operand dims differ: {:?} and {:?}", a.dims, b.dims)));
+        return Err(EvalError::invalid(format!(
+            "operand dims differ: {:?} and {:?}",
+            a.dims, b.dims
+        )));
     };
-    mk(dims, ArrayData::Pred(compare_data(&ad, &bd, dir, inst.attrs.comparison_type)?))
+    mk(
+        dims,
+        ArrayData::Pred(compare_data(&ad, &bd, dir, inst.attrs.comparison_type)?),
+    )
 }
 
 /// `select(pred, on_true, on_false)`; the predicate may be a scalar.
@@ -159,7 +185,10 @@ pub fn clamp(_inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
         } else if b.dims.is_empty() {
             Ok(splat(&b.data, n))
         } else {
-            Err(EvalError::invalid(format!("clamp bound dims {:?} vs operand {:?}", b.dims, x.dims)))
+            Err(EvalError::invalid(format!(
+                "clamp bound dims {:?} vs operand {:?}",
+                b.dims, x.dims
+            )))
         }
     };
     let (l, h) = (fit(lo)?, fit(hi)?);
@@ -173,8 +202,20 @@ mod tests {
 
     #[test]
     fn total_order_of_specials() {
-        let vals = [-f32::NAN, f32::NEG_INFINITY, -1.0, -0.0, 0.0, 1.0, f32::INFINITY, f32::NAN];
-        let keys: Vec<i64> = vals.iter().map(|v| total_order_key(v.to_bits() as u64, 32)).collect();
+        let vals = [
+            -f32::NAN,
+            f32::NEG_INFINITY,
+            -1.0,
+            -0.0,
+            0.0,
+            1.0,
+            f32::INFINITY,
+            f32::NAN,
+        ];
+        let keys: Vec<i64> = vals
+            .iter()
+            .map(|v| total_order_key(v.to_bits() as u64, 32))
+            .collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
     }
 
@@ -182,9 +223,20 @@ mod tests {
     fn float_compare_with_nan() {
         let a = ArrayData::F32(vec![f32::NAN, 1.0]);
         let b = ArrayData::F32(vec![f32::NAN, 1.0]);
-        assert_eq!(compare_data(&a, &b, ComparisonDirection::Ne, None).unwrap(), vec![true, false]);
-        assert_eq!(compare_data(&a, &b, ComparisonDirection::Eq, None).unwrap(), vec![false, true]);
-        let t = compare_data(&a, &b, ComparisonDirection::Eq, Some(ComparisonType::TotalOrder));
+        assert_eq!(
+            compare_data(&a, &b, ComparisonDirection::Ne, None).unwrap(),
+            vec![true, false]
+        );
+        assert_eq!(
+            compare_data(&a, &b, ComparisonDirection::Eq, None).unwrap(),
+            vec![false, true]
+        );
+        let t = compare_data(
+            &a,
+            &b,
+            ComparisonDirection::Eq,
+            Some(ComparisonType::TotalOrder),
+        );
         assert_eq!(t.unwrap(), vec![true, true]);
     }
 
@@ -192,7 +244,12 @@ mod tests {
     fn unsigned_reinterpretation() {
         let a = ArrayData::S32(vec![-1]);
         let b = ArrayData::S32(vec![1]);
-        let r = compare_data(&a, &b, ComparisonDirection::Gt, Some(ComparisonType::Unsigned));
+        let r = compare_data(
+            &a,
+            &b,
+            ComparisonDirection::Gt,
+            Some(ComparisonType::Unsigned),
+        );
         assert_eq!(r.unwrap(), vec![true]);
     }
 }

@@ -89,7 +89,9 @@ pub fn convert_data(d: &ArrayData, ty: ElementType) -> EResult<ArrayData> {
         return Ok(d.clone());
     }
     if from.is_carried_only() || ty.is_carried_only() {
-        return Err(EvalError::unsupported(format!("conversion from {from} to {ty}")));
+        return Err(EvalError::unsupported(format!(
+            "conversion from {from} to {ty}"
+        )));
     }
     if let Some(v) = ints_as_i128(d) {
         return from_i128(ty, &v);
@@ -100,13 +102,19 @@ pub fn convert_data(d: &ArrayData, ty: ElementType) -> EResult<ArrayData> {
     if let Some(v) = complex_vals(d) {
         return match ty {
             ElementType::C64 => Ok(ArrayData::C64(
-                v.iter().map(|z| Complex32::new(z.re as f32, z.im as f32)).collect(),
+                v.iter()
+                    .map(|z| Complex32::new(z.re as f32, z.im as f32))
+                    .collect(),
             )),
             ElementType::C128 => Ok(ArrayData::C128(v)),
-            t => Err(EvalError::invalid(format!("conversion from {from} to real type {t}"))),
+            t => Err(EvalError::invalid(format!(
+                "conversion from {from} to real type {t}"
+            ))),
         };
     }
-    Err(EvalError::unsupported(format!("conversion from {from} to {ty}")))
+    Err(EvalError::unsupported(format!(
+        "conversion from {from} to {ty}"
+    )))
 }
 
 /// `convert(x)` to the instruction's element type.
@@ -169,7 +177,9 @@ pub fn bitcast_convert(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal>
     let out = out_array(&inst.shape)?;
     let (from, to) = (a.element_type(), out.ty);
     if from.is_carried_only() != to.is_carried_only() && from.bits() != to.bits() {
-        return Err(EvalError::unsupported(format!("bitcast-convert from {from} to {to}")));
+        return Err(EvalError::unsupported(format!(
+            "bitcast-convert from {from} to {to}"
+        )));
     }
     let (wi, wo) = (from.byte_size(), to.byte_size());
     let mut dims = a.dims.clone();
@@ -218,17 +228,29 @@ fn reduce_bits(x: u64, nbits: u32, src_exp: u32, src_mant: u32, exp: u32, mant: 
             r = signed_zero;
         }
     }
-    r & if nbits == 64 { u64::MAX } else { (1u64 << nbits) - 1 }
+    r & if nbits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << nbits) - 1
+    }
 }
 
 /// `reduce-precision(x), exponent_bits=E, mantissa_bits=M`: round to nearest even into the
 /// smaller format, overflow to ±inf, values below its smallest normal to ±0, NaN kept.
 pub fn reduce_precision(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
-    let e = inst.attrs.exponent_bits.ok_or_else(|| EvalError::invalid("missing exponent_bits"))?;
-    let m = inst.attrs.mantissa_bits.ok_or_else(|| EvalError::invalid("missing mantissa_bits"))?;
+    let e = inst
+        .attrs
+        .exponent_bits
+        .ok_or_else(|| EvalError::invalid("missing exponent_bits"))?;
+    let m = inst
+        .attrs
+        .mantissa_bits
+        .ok_or_else(|| EvalError::invalid("missing mantissa_bits"))?;
     if e < 1 || m < 0 {
-        return Err(EvalError::invalid(format!("exponent_bits={e} mantissa_bits={m}")));
+        return Err(EvalError::invalid(format!(
+            "exponent_bits={e} mantissa_bits={m}"
+        )));
     }
     let (e, m) = (e.min(64) as u32, m.min(64) as u32);
     let data = match &a.data {
@@ -245,7 +267,13 @@ pub fn reduce_precision(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal
         ),
         ArrayData::F64(v) => ArrayData::F64(
             v.iter()
-                .map(|&x| if x.is_nan() { x } else { f64::from_bits(reduce_bits(x.to_bits(), 64, 11, 52, e, m)) })
+                .map(|&x| {
+                    if x.is_nan() {
+                        x
+                    } else {
+                        f64::from_bits(reduce_bits(x.to_bits(), 64, 11, 52, e, m))
+                    }
+                })
                 .collect(),
         ),
         ArrayData::F16(v) => ArrayData::F16(
@@ -271,7 +299,10 @@ pub fn reduce_precision(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal
                 .collect(),
         ),
         other => {
-            return Err(EvalError::invalid(format!("reduce-precision on {}", other.element_type())))
+            return Err(EvalError::invalid(format!(
+                "reduce-precision on {}",
+                other.element_type()
+            )))
         }
     };
     mk(a.dims.clone(), data)
@@ -284,8 +315,14 @@ mod tests {
     #[test]
     fn float_to_int_saturates() {
         let d = ArrayData::F32(vec![f32::NAN, 1e10, -1e10, -3.7, 300.0]);
-        assert_eq!(convert_data(&d, ElementType::S32).unwrap(), ArrayData::S32(vec![0, i32::MAX, i32::MIN, -3, 300]));
-        assert_eq!(convert_data(&d, ElementType::U8).unwrap(), ArrayData::U8(vec![0, 255, 0, 0, 255]));
+        assert_eq!(
+            convert_data(&d, ElementType::S32).unwrap(),
+            ArrayData::S32(vec![0, i32::MAX, i32::MIN, -3, 300])
+        );
+        assert_eq!(
+            convert_data(&d, ElementType::U8).unwrap(),
+            ArrayData::U8(vec![0, 255, 0, 0, 255])
+        );
     }
 
     #[test]
@@ -293,7 +330,10 @@ mod tests {
         let xs = [1.0f32 + 1.0 / 256.0, 1.0 + 3.0 / 256.0, 3.0e38, 1e-39, -2.5];
         let d = ArrayData::F32(xs.to_vec());
         let inst_like = |e, m| {
-            let v: Vec<f32> = xs.iter().map(|&x| f32::from_bits(reduce_bits(x.to_bits() as u64, 32, 8, 23, e, m) as u32)).collect();
+            let v: Vec<f32> = xs
+                .iter()
+                .map(|&x| f32::from_bits(reduce_bits(x.to_bits() as u64, 32, 8, 23, e, m) as u32))
+                .collect();
             v
         };
         let r = inst_like(8, 7);
@@ -312,6 +352,9 @@ mod tests {
     fn bitcast_widths() {
         let d = ArrayData::U32(vec![0x0403_0201]);
         let b = to_le_bytes(&d);
-        assert_eq!(from_le_bytes(ElementType::U8, &b).unwrap(), ArrayData::U8(vec![1, 2, 3, 4]));
+        assert_eq!(
+            from_le_bytes(ElementType::U8, &b).unwrap(),
+            ArrayData::U8(vec![1, 2, 3, 4])
+        );
     }
 }

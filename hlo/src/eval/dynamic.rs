@@ -10,7 +10,10 @@
 //! ops see only the actual elements.
 
 use crate::eval::error::{EResult, EvalError};
-use crate::eval::util::{index_map, mk, operand, out_array, put, scalar_i64, shape_dims, strides, take, take_or_fill, to_i64_vec, FILL};
+use crate::eval::util::{
+    index_map, mk, operand, out_array, put, scalar_i64, shape_dims, strides, take, take_or_fill,
+    to_i64_vec, FILL,
+};
 use crate::ir::Instruction;
 use crate::literal::{ArrayData, ArrayLiteral, Literal};
 
@@ -21,12 +24,18 @@ fn starts(ops: &[&Literal], first: usize, rank: usize) -> EResult<Vec<i64>> {
     if rest.len() == 1 && operand(rest, 0)?.dims.len() == 1 {
         let v = to_i64_vec(&operand(rest, 0)?.data)?;
         if v.len() != rank {
-            return Err(EvalError::invalid(format!("{} start indices for rank {rank}", v.len())));
+            return Err(EvalError::invalid(format!(
+                "{} start indices for rank {rank}",
+                v.len()
+            )));
         }
         return Ok(v);
     }
     if rest.len() != rank {
-        return Err(EvalError::invalid(format!("{} start indices for rank {rank}", rest.len())));
+        return Err(EvalError::invalid(format!(
+            "{} start indices for rank {rank}",
+            rest.len()
+        )));
     }
     rest.iter().map(|l| scalar_i64(l)).collect()
 }
@@ -37,7 +46,9 @@ fn clamp_starts(starts: &[i64], dims: &[usize], sizes: &[usize]) -> EResult<Vec<
         .zip(dims.iter().zip(sizes))
         .map(|(&s, (&d, &z))| {
             if z > d {
-                return Err(EvalError::invalid(format!("slice size {z} exceeds dimension {d}")));
+                return Err(EvalError::invalid(format!(
+                    "slice size {z} exceeds dimension {d}"
+                )));
             }
             Ok(s.clamp(0, (d - z) as i64) as usize)
         })
@@ -48,15 +59,26 @@ fn clamp_starts(starts: &[i64], dims: &[usize], sizes: &[usize]) -> EResult<Vec<
 pub fn dynamic_slice(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
     let sizes: Vec<usize> = match &inst.attrs.dynamic_slice_sizes {
-        Some(s) => s.iter().map(|&z| usize::try_from(z).map_err(|_| EvalError::invalid("negative size"))).collect::<EResult<_>>()?,
+        Some(s) => s
+            .iter()
+            .map(|&z| usize::try_from(z).map_err(|_| EvalError::invalid("negative size")))
+            .collect::<EResult<_>>()?,
         None => shape_dims(out_array(&inst.shape)?)?,
     };
     if sizes.len() != a.dims.len() {
-        return Err(EvalError::invalid("dynamic_slice_sizes rank does not match the operand"));
+        return Err(EvalError::invalid(
+            "dynamic_slice_sizes rank does not match the operand",
+        ));
     }
     let st = clamp_starts(&starts(ops, 1, a.dims.len())?, &a.dims, &sizes)?;
     let strd = strides(&a.dims);
-    let idx = index_map(&sizes, |o| o.iter().zip(&st).zip(&strd).map(|((&i, &s), &t)| (i + s) * t).sum())?;
+    let idx = index_map(&sizes, |o| {
+        o.iter()
+            .zip(&st)
+            .zip(&strd)
+            .map(|((&i, &s), &t)| (i + s) * t)
+            .sum()
+    })?;
     mk(sizes, take(&a.data, &idx))
 }
 
@@ -68,7 +90,13 @@ pub fn dynamic_update_slice(_inst: &Instruction, ops: &[&Literal]) -> EResult<Li
     }
     let st = clamp_starts(&starts(ops, 2, a.dims.len())?, &a.dims, &u.dims)?;
     let strd = strides(&a.dims);
-    let di = index_map(&u.dims, |o| o.iter().zip(&st).zip(&strd).map(|((&i, &s), &t)| (i + s) * t).sum())?;
+    let di = index_map(&u.dims, |o| {
+        o.iter()
+            .zip(&st)
+            .zip(&strd)
+            .map(|((&i, &s), &t)| (i + s) * t)
+            .sum()
+    })?;
     let si: Vec<usize> = (0..u.data.len()).collect();
     let mut data = a.data.clone();
     put(&mut data, &di, &u.data, &si)?;
@@ -85,13 +113,17 @@ pub fn dynamic_reshape(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal>
         .map(|(l, &bound)| {
             let v = scalar_i64(l)?;
             if v < 0 || (bound >= 0 && v > bound) {
-                return Err(EvalError::bad_input(format!("dynamic-reshape size {v} outside [0, {bound}]")));
+                return Err(EvalError::bad_input(format!(
+                    "dynamic-reshape size {v} outside [0, {bound}]"
+                )));
             }
             Ok(v as usize)
         })
         .collect::<EResult<_>>()?;
     if dims.len() != out.dims.len() {
-        return Err(EvalError::invalid("dynamic-reshape needs one size per result dimension"));
+        return Err(EvalError::invalid(
+            "dynamic-reshape needs one size per result dimension",
+        ));
     }
     if dims.iter().product::<usize>() != a.data.len() {
         return Err(EvalError::bad_input(format!(
@@ -104,7 +136,11 @@ pub fn dynamic_reshape(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal>
 }
 
 fn the_dim(inst: &Instruction, rank: usize) -> EResult<usize> {
-    let d = inst.attrs.dimensions.as_deref().and_then(|d| d.first().copied());
+    let d = inst
+        .attrs
+        .dimensions
+        .as_deref()
+        .and_then(|d| d.first().copied());
     d.and_then(|d| usize::try_from(d).ok())
         .filter(|&d| d < rank)
         .ok_or_else(|| EvalError::invalid("missing or out-of-range dimensions={d}"))
@@ -131,14 +167,20 @@ pub fn resize_dim(a: &ArrayLiteral, d: usize, n: usize) -> EResult<ArrayLiteral>
         }
     })?;
     let zero = ArrayData::zeros(a.element_type(), 1);
-    Ok(ArrayLiteral { dims, data: take_or_fill(&a.data, &idx, &zero)? })
+    Ok(ArrayLiteral {
+        dims,
+        data: take_or_fill(&a.data, &idx, &zero)?,
+    })
 }
 
 /// `set-dimension-size(x, n), dimensions={d}`.
 pub fn set_dimension_size(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
     let d = the_dim(inst, a.dims.len())?;
-    let n = scalar_i64(ops.get(1).ok_or_else(|| EvalError::invalid("missing size operand"))?)?;
+    let n = scalar_i64(
+        ops.get(1)
+            .ok_or_else(|| EvalError::invalid("missing size operand"))?,
+    )?;
     let bound = out_array(&inst.shape)?.dims.get(d).copied().unwrap_or(0);
     if n < 0 || (bound >= 0 && n > bound) {
         return Err(EvalError::bad_input(format!(

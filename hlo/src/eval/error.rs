@@ -50,7 +50,10 @@ impl EvalError {
     }
     /// Wraps this error as raised in instruction `inst`.
     pub fn at(self, inst: &str) -> EvalError {
-        EvalError::At { inst: inst.to_string(), source: Box::new(self) }
+        EvalError::At {
+            inst: inst.to_string(),
+            source: Box::new(self),
+        }
     }
     /// The innermost error (below all [`EvalError::At`] wrappers).
     pub fn root_cause(&self) -> &EvalError {
@@ -74,8 +77,13 @@ mod tests {
 
     #[test]
     fn nested_messages_name_instructions() {
-        let e = EvalError::unsupported("f8 arithmetic").at("add.3").at("while.2");
-        assert_eq!(e.to_string(), "in %while.2: in %add.3: not supported yet: f8 arithmetic");
+        let e = EvalError::unsupported("f8 arithmetic")
+            .at("add.3")
+            .at("while.2");
+        assert_eq!(
+            e.to_string(),
+            "in %while.2: in %add.3: not supported yet: f8 arithmetic"
+        );
         assert_eq!(e.root_cause(), &EvalError::unsupported("f8 arithmetic"));
     }
 }

@@ -38,7 +38,13 @@ impl IndexSpace {
         }
         let batch_dims = (0..idx_dims.len()).filter(|&d| d != ivd).collect();
         let idx_strides = strides(&idx_dims);
-        Ok(IndexSpace { idx_dims, ivd, values, idx_strides, batch_dims })
+        Ok(IndexSpace {
+            idx_dims,
+            ivd,
+            values,
+            idx_strides,
+            batch_dims,
+        })
     }
     /// Length of an index vector.
     pub fn vector_len(&self) -> usize {
@@ -61,7 +67,9 @@ impl IndexSpace {
         usize::try_from(d)
             .ok()
             .and_then(|d| self.batch_dims.iter().position(|&b| b == d))
-            .ok_or_else(|| EvalError::invalid(format!("indices batching dim {d} is not a batch dim")))
+            .ok_or_else(|| {
+                EvalError::invalid(format!("indices batching dim {d} is not a batch dim"))
+            })
     }
 }
 
@@ -82,15 +90,29 @@ pub fn gather(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let at = &inst.attrs;
     let rank = a.dims.len();
     let out_dims = shape_dims(out_array(&inst.shape)?)?;
-    let space = IndexSpace::new(&ind.dims, to_i64_vec(&ind.data)?, at.index_vector_dim.unwrap_or(ind.dims.len() as i64))?;
-    let offset_dims: Vec<usize> =
-        list(&at.offset_dims).iter().map(|&d| dim_in(d, out_dims.len(), "offset dim")).collect::<EResult<_>>()?;
-    let sizes: Vec<usize> = list(&at.slice_sizes).iter().map(|&s| s.max(0) as usize).collect();
+    let space = IndexSpace::new(
+        &ind.dims,
+        to_i64_vec(&ind.data)?,
+        at.index_vector_dim.unwrap_or(ind.dims.len() as i64),
+    )?;
+    let offset_dims: Vec<usize> = list(&at.offset_dims)
+        .iter()
+        .map(|&d| dim_in(d, out_dims.len(), "offset dim"))
+        .collect::<EResult<_>>()?;
+    let sizes: Vec<usize> = list(&at.slice_sizes)
+        .iter()
+        .map(|&s| s.max(0) as usize)
+        .collect();
     if sizes.len() != rank || sizes.iter().zip(&a.dims).any(|(s, d)| s > d) {
-        return Err(EvalError::invalid(format!("slice_sizes {sizes:?} for operand dims {:?}", a.dims)));
+        return Err(EvalError::invalid(format!(
+            "slice_sizes {sizes:?} for operand dims {:?}",
+            a.dims
+        )));
     }
-    let collapsed: Vec<usize> =
-        list(&at.collapsed_slice_dims).iter().map(|&d| dim_in(d, rank, "collapsed dim")).collect::<EResult<_>>()?;
+    let collapsed: Vec<usize> = list(&at.collapsed_slice_dims)
+        .iter()
+        .map(|&d| dim_in(d, rank, "collapsed dim"))
+        .collect::<EResult<_>>()?;
     let obatch: Vec<usize> = list(&at.operand_batching_dims)
         .iter()
         .map(|&d| dim_in(d, rank, "operand batching dim"))
@@ -99,24 +121,38 @@ pub fn gather(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
         .iter()
         .map(|&d| space.batch_pos(d))
         .collect::<EResult<_>>()?;
-    let map: Vec<usize> =
-        list(&at.start_index_map).iter().map(|&d| dim_in(d, rank, "start_index_map dim")).collect::<EResult<_>>()?;
+    let map: Vec<usize> = list(&at.start_index_map)
+        .iter()
+        .map(|&d| dim_in(d, rank, "start_index_map dim"))
+        .collect::<EResult<_>>()?;
     if map.len() != space.vector_len() || obatch.len() != ibatch.len() {
-        return Err(EvalError::invalid("start_index_map or batching dims do not match the indices"));
+        return Err(EvalError::invalid(
+            "start_index_map or batching dims do not match the indices",
+        ));
     }
-    let offset_operand: Vec<usize> =
-        (0..rank).filter(|d| !collapsed.contains(d) && !obatch.contains(d)).collect();
-    let out_batch: Vec<usize> = (0..out_dims.len()).filter(|d| !offset_dims.contains(d)).collect();
+    let offset_operand: Vec<usize> = (0..rank)
+        .filter(|d| !collapsed.contains(d) && !obatch.contains(d))
+        .collect();
+    let out_batch: Vec<usize> = (0..out_dims.len())
+        .filter(|d| !offset_dims.contains(d))
+        .collect();
     if offset_operand.len() != offset_dims.len()
         || out_batch.iter().map(|&d| out_dims[d]).collect::<Vec<_>>() != space.batch_sizes()
-        || offset_dims.iter().zip(&offset_operand).any(|(&o, &d)| out_dims[o] > sizes[d])
+        || offset_dims
+            .iter()
+            .zip(&offset_operand)
+            .any(|(&o, &d)| out_dims[o] > sizes[d])
     {
-        return Err(EvalError::invalid("gather result shape does not match its attributes"));
+        return Err(EvalError::invalid(
+            "gather result shape does not match its attributes",
+        ));
     }
     // Batching indices are in range by construction only if the sizes agree.
     for (&od, &p) in obatch.iter().zip(&ibatch) {
         if space.batch_sizes()[p] > a.dims[od] {
-            return Err(EvalError::invalid("batching dim sizes differ between operand and indices"));
+            return Err(EvalError::invalid(
+                "batching dim sizes differ between operand and indices",
+            ));
         }
     }
     let st = strides(&a.dims);

@@ -15,8 +15,8 @@ use crate::eval::error::{EResult, EvalError};
 use crate::eval::runtime::{Combine, RngState, Runtime};
 use crate::eval::util::mk;
 use crate::eval::{
-    arg_fits, compare, control, convert, dynamic, elementwise, gather, movement, reduce,
-    scatter, sort, window, EvalOptions,
+    arg_fits, compare, control, convert, dynamic, elementwise, gather, movement, reduce, scatter,
+    sort, window, EvalOptions,
 };
 use crate::ir::{CompId, Computation, InstId, Instruction, Module};
 use crate::literal::{ArrayData, ArrayLiteral, Literal};
@@ -70,7 +70,10 @@ fn plan_of(comp: &Computation) -> Result<Plan, String> {
                 };
                 *next += 1;
                 if o.index() >= n {
-                    return Err(format!("%{} names an operand that does not exist", inst.name));
+                    return Err(format!(
+                        "%{} names an operand that does not exist",
+                        inst.name
+                    ));
                 }
                 match state[o.index()] {
                     0 => {
@@ -100,10 +103,17 @@ fn plan_of(comp: &Computation) -> Result<Plan, String> {
     let params = comp.parameters();
     for (i, &p) in params.iter().enumerate() {
         if comp.insts[p].attrs.parameter_number != Some(i as i64) {
-            return Err(format!("computation {} has parameter numbers with gaps", comp.name));
+            return Err(format!(
+                "computation {} has parameter numbers with gaps",
+                comp.name
+            ));
         }
     }
-    Ok(Plan { order, last_use, params })
+    Ok(Plan {
+        order,
+        last_use,
+        params,
+    })
 }
 
 /// `Some(op)` if `comp` is `(p0, p1) -> op(p0, p1)` (either order) on scalars of one type, for
@@ -114,8 +124,10 @@ fn binop_of(comp: &Computation) -> Option<Opcode> {
         return None;
     }
     let root = comp.insts.get(comp.root)?;
-    if !matches!(root.opcode, O::Add | O::Multiply | O::Maximum | O::Minimum | O::And | O::Or | O::Xor)
-    {
+    if !matches!(
+        root.opcode,
+        O::Add | O::Multiply | O::Maximum | O::Minimum | O::And | O::Or | O::Xor
+    ) {
         return None;
     }
     let params = comp.parameters();
@@ -124,7 +136,12 @@ fn binop_of(comp: &Computation) -> Option<Opcode> {
     }
     let same = (root.operands[0] == params[0] && root.operands[1] == params[1])
         || (root.operands[0] == params[1] && root.operands[1] == params[0]);
-    let scalar = |h: InstId| comp.insts[h].shape.as_array().is_some_and(|a| a.is_scalar());
+    let scalar = |h: InstId| {
+        comp.insts[h]
+            .shape
+            .as_array()
+            .is_some_and(|a| a.is_scalar())
+    };
     let types_agree = comp.insts[params[0]].shape == comp.insts[params[1]].shape
         && comp.insts[params[0]].shape.without_layout() == root.shape.without_layout();
     (same && scalar(params[0]) && types_agree).then_some(root.opcode)
@@ -148,7 +165,14 @@ impl<'a> Ctx<'a> {
         plans: &'a Plans,
         rt: &'a mut dyn Runtime,
     ) -> Ctx<'a> {
-        Ctx { module, opts, plans, rt, depth: 0, iterations: 0 }
+        Ctx {
+            module,
+            opts,
+            plans,
+            rt,
+            depth: 0,
+            iterations: 0,
+        }
     }
 
     /// The commutative binary op a scalar reducer computation applies, if it is that simple.
@@ -255,7 +279,10 @@ impl<'a> Ctx<'a> {
                 }
                 let v = if inst.opcode == Opcode::Bitcast {
                     // Bitcast needs the operand's layout, which only its instruction knows.
-                    let in_shape = inst.operands.first().map_or(&Shape::Token, |&o| &c.insts[o].shape);
+                    let in_shape = inst
+                        .operands
+                        .first()
+                        .map_or(&Shape::Token, |&o| &c.insts[o].shape);
                     movement::bitcast(inst, in_shape, &ops)
                 } else {
                     self.eval_inst(inst, &ops)
@@ -388,12 +415,21 @@ impl<'a> Ctx<'a> {
             }
             O::SendDone => Ok(Literal::Token),
             O::Recv => {
+                // Only allocates the context: the data arrives at recv-done, so the schedule
+                // `recv; send; recv-done` on two replicas does not deadlock.
                 let data_shape = tuple_part(&inst.shape, 0)?;
-                let v = self.rt.recv(inst, data_shape)?;
-                Ok(Literal::Tuple(vec![v, mk(vec![], ArrayData::U32(vec![0]))?, Literal::Token]))
+                let z = Literal::zeros(data_shape)
+                    .ok_or_else(|| EvalError::limit("recv buffer too large"))?;
+                Ok(Literal::Tuple(vec![
+                    z,
+                    mk(vec![], ArrayData::U32(vec![0]))?,
+                    Literal::Token,
+                ]))
             }
             O::RecvDone => {
-                let data = tuple_element(ops[0], 0)?;
+                // `inst` (the recv-done) carries the channel_id / is_host_transfer of its recv.
+                let data_shape = tuple_part(&inst.shape, 0)?;
+                let data = self.rt.recv(inst, data_shape)?;
                 Ok(Literal::Tuple(vec![data, Literal::Token]))
             }
             O::Dot
@@ -430,23 +466,38 @@ impl<'a> Ctx<'a> {
             }
             if let Some(op) = binop {
                 let data = elementwise::binary_data(op, &a.data, &b.data)?;
-                return Ok(ArrayLiteral { dims: a.dims.clone(), data });
+                return Ok(ArrayLiteral {
+                    dims: a.dims.clone(),
+                    data,
+                });
             }
             let comp = to_apply.ok_or_else(|| EvalError::invalid("collective without to_apply"))?;
             let mut pure = PureRuntime(RngState::default());
-            let mut cx =
-                Ctx { module, opts, plans, rt: &mut pure, depth, iterations: 0 };
+            let mut cx = Ctx {
+                module,
+                opts,
+                plans,
+                rt: &mut pure,
+                depth,
+                iterations: 0,
+            };
             reduce::combine_arrays(&mut cx, comp, a, b)
         };
         let combine: &mut Combine<'_> = &mut combine;
         let result = self.rt.collective(inst, ops, combine)?;
         // Async starts whose shape is a tuple (operand, result, contexts...) wrap the result.
-        if matches!(inst.opcode, Opcode::AllGatherStart | Opcode::CollectivePermuteStart)
-            && !arg_fits(&inst.shape, &result)
+        if matches!(
+            inst.opcode,
+            Opcode::AllGatherStart | Opcode::CollectivePermuteStart
+        ) && !arg_fits(&inst.shape, &result)
         {
             if let Shape::Tuple(parts) = &inst.shape {
                 let mut elems = vec![
-                    if ops.len() == 1 { ops[0].clone() } else { Literal::Tuple(ops.iter().map(|&l| l.clone()).collect()) },
+                    if ops.len() == 1 {
+                        ops[0].clone()
+                    } else {
+                        Literal::Tuple(ops.iter().map(|&l| l.clone()).collect())
+                    },
                     result,
                 ];
                 for p in parts.iter().skip(2) {
@@ -467,10 +518,11 @@ impl<'a> Ctx<'a> {
 }
 
 fn tuple_part(shape: &Shape, i: usize) -> EResult<&Shape> {
-    shape
-        .as_tuple()
-        .and_then(|t| t.get(i))
-        .ok_or_else(|| EvalError::invalid(format!("expected a tuple shape with element {i}, got {shape}")))
+    shape.as_tuple().and_then(|t| t.get(i)).ok_or_else(|| {
+        EvalError::invalid(format!(
+            "expected a tuple shape with element {i}, got {shape}"
+        ))
+    })
 }
 
 fn tuple_element(v: &Literal, i: usize) -> EResult<Literal> {
@@ -484,9 +536,14 @@ fn tuple_element(v: &Literal, i: usize) -> EResult<Literal> {
 }
 
 fn get_tuple_element(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    let i = inst.attrs.index.ok_or_else(|| EvalError::invalid("get-tuple-element without index"))?;
+    let i = inst
+        .attrs
+        .index
+        .ok_or_else(|| EvalError::invalid("get-tuple-element without index"))?;
     let i = usize::try_from(i).map_err(|_| EvalError::invalid(format!("negative index {i}")))?;
-    let v = ops.first().ok_or_else(|| EvalError::invalid("missing operand"))?;
+    let v = ops
+        .first()
+        .ok_or_else(|| EvalError::invalid("missing operand"))?;
     tuple_element(v, i)
 }
 
@@ -500,20 +557,40 @@ impl Runtime for PureRuntime {
     fn replica_count(&self) -> i64 {
         1
     }
-    fn collective(&mut self, i: &Instruction, _: &[&Literal], _: &mut Combine<'_>) -> EResult<Literal> {
-        Err(EvalError::unsupported(format!("collective %{} inside a reducer computation", i.name)))
+    fn collective(
+        &mut self,
+        i: &Instruction,
+        _: &[&Literal],
+        _: &mut Combine<'_>,
+    ) -> EResult<Literal> {
+        Err(EvalError::unsupported(format!(
+            "collective %{} inside a reducer computation",
+            i.name
+        )))
     }
     fn infeed(&mut self, i: &Instruction, _: &Shape) -> EResult<Literal> {
-        Err(EvalError::unsupported(format!("infeed %{} inside a reducer computation", i.name)))
+        Err(EvalError::unsupported(format!(
+            "infeed %{} inside a reducer computation",
+            i.name
+        )))
     }
     fn outfeed(&mut self, i: &Instruction, _: &Literal) -> EResult<()> {
-        Err(EvalError::unsupported(format!("outfeed %{} inside a reducer computation", i.name)))
+        Err(EvalError::unsupported(format!(
+            "outfeed %{} inside a reducer computation",
+            i.name
+        )))
     }
     fn send(&mut self, i: &Instruction, _: &Literal) -> EResult<()> {
-        Err(EvalError::unsupported(format!("send %{} inside a reducer computation", i.name)))
+        Err(EvalError::unsupported(format!(
+            "send %{} inside a reducer computation",
+            i.name
+        )))
     }
     fn recv(&mut self, i: &Instruction, _: &Shape) -> EResult<Literal> {
-        Err(EvalError::unsupported(format!("recv %{} inside a reducer computation", i.name)))
+        Err(EvalError::unsupported(format!(
+            "recv %{} inside a reducer computation",
+            i.name
+        )))
     }
     fn rng(&mut self) -> &mut RngState {
         &mut self.0

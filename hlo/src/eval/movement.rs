@@ -10,7 +10,8 @@
 use crate::eval::convert::convert_data;
 use crate::eval::error::{EResult, EvalError};
 use crate::eval::util::{
-    append, count_of, index_map, mk, operand, out_array, shape_dims, strides, take, take_or_fill, FILL,
+    append, count_of, index_map, mk, operand, out_array, shape_dims, strides, take, take_or_fill,
+    FILL,
 };
 use crate::ir::Instruction;
 use crate::literal::{ArrayData, ArrayLiteral, Literal};
@@ -48,16 +49,26 @@ pub fn iota(inst: &Instruction, _ops: &[&Literal]) -> EResult<Literal> {
 pub fn transpose_lit(a: &ArrayLiteral, perm: &[usize]) -> EResult<ArrayLiteral> {
     let st = strides(&a.dims);
     let out_dims: Vec<usize> = perm.iter().map(|&p| a.dims[p]).collect();
-    let idx = index_map(&out_dims, |o| o.iter().zip(perm).map(|(&i, &p)| i * st[p]).sum())?;
-    Ok(ArrayLiteral { dims: out_dims, data: take(&a.data, &idx) })
+    let idx = index_map(&out_dims, |o| {
+        o.iter().zip(perm).map(|(&i, &p)| i * st[p]).sum()
+    })?;
+    Ok(ArrayLiteral {
+        dims: out_dims,
+        data: take(&a.data, &idx),
+    })
 }
 
 fn perm_of(dims: &[i64], rank: usize) -> EResult<Vec<usize>> {
-    let p: Vec<usize> = dims.iter().map(|&d| udim(d, rank)).collect::<EResult<_>>()?;
+    let p: Vec<usize> = dims
+        .iter()
+        .map(|&d| udim(d, rank))
+        .collect::<EResult<_>>()?;
     let mut s = p.clone();
     s.sort_unstable();
     if s != (0..rank).collect::<Vec<_>>() {
-        return Err(EvalError::invalid(format!("{dims:?} is not a permutation of 0..{rank}")));
+        return Err(EvalError::invalid(format!(
+            "{dims:?} is not a permutation of 0..{rank}"
+        )));
     }
     Ok(p)
 }
@@ -75,7 +86,9 @@ pub fn broadcast(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let out_dims = shape_dims(out_array(&inst.shape)?)?;
     let map = inst.attrs.dimensions.clone().unwrap_or_default();
     if map.len() != a.dims.len() {
-        return Err(EvalError::invalid("broadcast dimensions do not match the operand rank"));
+        return Err(EvalError::invalid(
+            "broadcast dimensions do not match the operand rank",
+        ));
     }
     let st = strides(&a.dims);
     let mut coef = vec![0usize; out_dims.len()];
@@ -89,7 +102,9 @@ pub fn broadcast(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
         }
         coef[d] = if a.dims[i] == 1 { 0 } else { st[i] };
     }
-    let idx = index_map(&out_dims, |o| o.iter().zip(&coef).map(|(&i, &c)| i * c).sum())?;
+    let idx = index_map(&out_dims, |o| {
+        o.iter().zip(&coef).map(|(&i, &c)| i * c).sum()
+    })?;
     mk(out_dims, take(&a.data, &idx))
 }
 
@@ -119,7 +134,9 @@ pub fn reverse(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let st = strides(&a.dims);
     let dims = a.dims.clone();
     let idx = index_map(&dims, |o| {
-        (0..rank).map(|k| if rev[k] { dims[k] - 1 - o[k] } else { o[k] } * st[k]).sum()
+        (0..rank)
+            .map(|k| if rev[k] { dims[k] - 1 - o[k] } else { o[k] } * st[k])
+            .sum()
     })?;
     mk(a.dims.clone(), take(&a.data, &idx))
 }
@@ -127,7 +144,11 @@ pub fn reverse(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
 /// `slice(x), slice={[start:limit:stride], ...}`.
 pub fn slice(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
-    let sl = inst.attrs.slice.as_deref().ok_or_else(|| EvalError::invalid("slice without slice="))?;
+    let sl = inst
+        .attrs
+        .slice
+        .as_deref()
+        .ok_or_else(|| EvalError::invalid("slice without slice="))?;
     if sl.len() != a.dims.len() {
         return Err(EvalError::invalid("slice rank does not match the operand"));
     }
@@ -155,7 +176,11 @@ pub fn slice(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
 /// `pad(x, v), padding=lo_hi_interior x ...` (negative lo/hi remove elements).
 pub fn pad(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let (a, v) = (operand(ops, 0)?, operand(ops, 1)?);
-    let cfg = inst.attrs.padding.as_deref().ok_or_else(|| EvalError::invalid("pad without padding="))?;
+    let cfg = inst
+        .attrs
+        .padding
+        .as_deref()
+        .ok_or_else(|| EvalError::invalid("pad without padding="))?;
     if cfg.len() != a.dims.len() || v.data.len() != 1 {
         return Err(EvalError::invalid("pad config rank or padding value shape"));
     }
@@ -167,7 +192,9 @@ pub fn pad(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
         }
         let size = p.lo + p.hi + n + (n - 1).max(0) * p.interior;
         if size < 0 {
-            return Err(EvalError::invalid(format!("pad gives dimension {k} size {size}")));
+            return Err(EvalError::invalid(format!(
+                "pad gives dimension {k} size {size}"
+            )));
         }
         out_dims.push(size as usize);
     }
@@ -191,15 +218,21 @@ pub fn pad(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
 pub fn concatenate(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let first = operand(ops, 0)?;
     let rank = first.dims.len();
-    let d = udim(*dims_attr(inst)?.first().ok_or_else(|| EvalError::invalid("no dimension"))?, rank)?;
+    let d = udim(
+        *dims_attr(inst)?
+            .first()
+            .ok_or_else(|| EvalError::invalid("no dimension"))?,
+        rank,
+    )?;
     let mut all = first.data.clone();
     let mut parts = vec![(0usize, first)];
     for i in 1..ops.len() {
         let b = operand(ops, i)?;
-        if b.dims.len() != rank
-            || (0..rank).any(|k| k != d && b.dims[k] != first.dims[k])
-        {
-            return Err(EvalError::invalid(format!("concatenate operand {i} has dims {:?}", b.dims)));
+        if b.dims.len() != rank || (0..rank).any(|k| k != d && b.dims[k] != first.dims[k]) {
+            return Err(EvalError::invalid(format!(
+                "concatenate operand {i} has dims {:?}",
+                b.dims
+            )));
         }
         parts.push((all.len(), b));
         append(&mut all, &b.data)?;
@@ -219,7 +252,8 @@ pub fn concatenate(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
 }
 
 fn is_default(l: &Option<Layout>, rank: usize) -> bool {
-    l.as_ref().is_none_or(|l| l.minor_to_major == Layout::row_major(rank).minor_to_major)
+    l.as_ref()
+        .is_none_or(|l| l.minor_to_major == Layout::row_major(rank).minor_to_major)
 }
 
 /// Major-to-minor dimension order of a layout.
@@ -234,7 +268,9 @@ pub fn bitcast(inst: &Instruction, in_shape: &Shape, ops: &[&Literal]) -> EResul
     let out = out_array(&inst.shape)?;
     let out_dims = shape_dims(out)?;
     if out.ty != a.element_type() {
-        return Err(EvalError::unsupported("bitcast that changes the element type"));
+        return Err(EvalError::unsupported(
+            "bitcast that changes the element type",
+        ));
     }
     if count_of(&out_dims, "bitcast")? != a.data.len() {
         return Err(EvalError::invalid("bitcast changes the number of elements"));
@@ -256,7 +292,10 @@ pub fn bitcast(inst: &Instruction, in_shape: &Shape, ops: &[&Literal]) -> EResul
     // View the physical data with dims in the result's major-to-minor order, then transpose
     // back to logical order.
     let phys_dims: Vec<usize> = m2m.iter().map(|&d| out_dims[d]).collect();
-    let phys = ArrayLiteral { dims: phys_dims, data: phys };
+    let phys = ArrayLiteral {
+        dims: phys_dims,
+        data: phys,
+    };
     let mut inv = vec![0usize; m2m.len()];
     for (i, &d) in m2m.iter().enumerate() {
         inv[d] = i;

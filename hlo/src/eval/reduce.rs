@@ -15,7 +15,9 @@ use crate::ir::{CompId, Instruction};
 use crate::literal::{ArrayData, ArrayLiteral, Literal};
 
 fn comp_of(inst: &Instruction) -> EResult<CompId> {
-    inst.attrs.to_apply.ok_or_else(|| EvalError::invalid(format!("{} without to_apply", inst.opcode)))
+    inst.attrs
+        .to_apply
+        .ok_or_else(|| EvalError::invalid(format!("{} without to_apply", inst.opcode)))
 }
 
 /// Splits a computation result into `n` scalars (a tuple of `n`, or one array when `n == 1`).
@@ -34,15 +36,21 @@ pub fn split_result(r: Literal, n: usize) -> EResult<Vec<ArrayLiteral>> {
 /// `reduce(x1..xN, init1..initN), dimensions={...}, to_apply=f`.
 pub fn reduce(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     if ops.len() % 2 != 0 || ops.is_empty() {
-        return Err(EvalError::invalid("reduce needs N inputs and N init values"));
+        return Err(EvalError::invalid(
+            "reduce needs N inputs and N init values",
+        ));
     }
     let n = ops.len() / 2;
     let inputs: Vec<&ArrayLiteral> = (0..n).map(|i| operand(ops, i)).collect::<EResult<_>>()?;
-    let inits: Vec<&ArrayLiteral> = (n..2 * n).map(|i| operand(ops, i)).collect::<EResult<_>>()?;
+    let inits: Vec<&ArrayLiteral> = (n..2 * n)
+        .map(|i| operand(ops, i))
+        .collect::<EResult<_>>()?;
     let dims = inputs[0].dims.clone();
     let rank = dims.len();
     if inputs.iter().any(|x| x.dims != dims) || inits.iter().any(|x| x.data.len() != 1) {
-        return Err(EvalError::invalid("reduce inputs differ in dims or init values are not scalars"));
+        return Err(EvalError::invalid(
+            "reduce inputs differ in dims or init values are not scalars",
+        ));
     }
     let mut red = vec![false; rank];
     for &d in inst.attrs.dimensions.as_deref().unwrap_or(&[]) {
@@ -52,11 +60,17 @@ pub fn reduce(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult
             .ok_or_else(|| EvalError::invalid(format!("reduce dimension {d} out of range")))?;
         red[d] = true;
     }
-    let perm: Vec<usize> = (0..rank).filter(|&d| red[d]).chain((0..rank).filter(|&d| !red[d])).collect();
+    let perm: Vec<usize> = (0..rank)
+        .filter(|&d| red[d])
+        .chain((0..rank).filter(|&d| !red[d]))
+        .collect();
     let out_dims: Vec<usize> = (0..rank).filter(|&d| !red[d]).map(|d| dims[d]).collect();
     let k: usize = out_dims.iter().product();
     let r: usize = (0..rank).filter(|&d| red[d]).map(|d| dims[d]).product();
-    let moved: Vec<ArrayLiteral> = inputs.iter().map(|x| transpose_lit(x, &perm)).collect::<EResult<_>>()?;
+    let moved: Vec<ArrayLiteral> = inputs
+        .iter()
+        .map(|x| transpose_lit(x, &perm))
+        .collect::<EResult<_>>()?;
     let comp = comp_of(inst)?;
     if n == 1 {
         if let Some(op) = cx.binop_of(comp) {
@@ -86,17 +100,31 @@ pub fn reduce(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult
         let refs: Vec<&ArrayData> = parts.iter().collect();
         let data = concat_data(ty, &refs)?;
         if data.len() != k {
-            return Err(EvalError::invalid("reduce computation returned non-scalar values"));
+            return Err(EvalError::invalid(
+                "reduce computation returned non-scalar values",
+            ));
         }
         outs.push(mk(out_dims.clone(), data)?);
     }
-    Ok(if n == 1 { outs.pop().expect("one output") } else { Literal::Tuple(outs) })
+    Ok(if n == 1 {
+        outs.pop().expect("one output")
+    } else {
+        Literal::Tuple(outs)
+    })
 }
 
 /// Applies a binary scalar computation elementwise to two arrays of the same shape.
-pub fn combine_arrays(cx: &mut Ctx<'_>, comp: CompId, a: &ArrayLiteral, b: &ArrayLiteral) -> EResult<ArrayLiteral> {
+pub fn combine_arrays(
+    cx: &mut Ctx<'_>,
+    comp: CompId,
+    a: &ArrayLiteral,
+    b: &ArrayLiteral,
+) -> EResult<ArrayLiteral> {
     if let Some(op) = cx.binop_of(comp) {
-        return Ok(ArrayLiteral { dims: a.dims.clone(), data: binary_data(op, &a.data, &b.data)? });
+        return Ok(ArrayLiteral {
+            dims: a.dims.clone(),
+            data: binary_data(op, &a.data, &b.data)?,
+        });
     }
     let mut parts = Vec::with_capacity(a.data.len());
     for i in 0..a.data.len() {
@@ -105,20 +133,30 @@ pub fn combine_arrays(cx: &mut Ctx<'_>, comp: CompId, a: &ArrayLiteral, b: &Arra
     }
     let refs: Vec<&ArrayData> = parts.iter().collect();
     let ty = parts.first().map_or(a.element_type(), |p| p.element_type());
-    Ok(ArrayLiteral { dims: a.dims.clone(), data: concat_data(ty, &refs)? })
+    Ok(ArrayLiteral {
+        dims: a.dims.clone(),
+        data: concat_data(ty, &refs)?,
+    })
 }
 
 /// `map(x1..xN), dimensions={...}, to_apply=f`: `f` applied to each element position.
 pub fn map(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    let inputs: Vec<&ArrayLiteral> = (0..ops.len()).map(|i| operand(ops, i)).collect::<EResult<_>>()?;
-    let first = inputs.first().ok_or_else(|| EvalError::invalid("map without operands"))?;
+    let inputs: Vec<&ArrayLiteral> = (0..ops.len())
+        .map(|i| operand(ops, i))
+        .collect::<EResult<_>>()?;
+    let first = inputs
+        .first()
+        .ok_or_else(|| EvalError::invalid("map without operands"))?;
     if inputs.iter().any(|x| x.dims != first.dims) {
         return Err(EvalError::invalid("map operands differ in dims"));
     }
     let comp = comp_of(inst)?;
     if inputs.len() == 2 {
         if let Some(op) = cx.binop_of(comp) {
-            return mk(first.dims.clone(), binary_data(op, &inputs[0].data, &inputs[1].data)?);
+            return mk(
+                first.dims.clone(),
+                binary_data(op, &inputs[0].data, &inputs[1].data)?,
+            );
         }
     }
     let n = first.data.len();

@@ -75,7 +75,8 @@ pub trait Runtime {
     fn outfeed(&mut self, inst: &Instruction, value: &Literal) -> EResult<()>;
     /// Delivers the data of a `send` (host transfer or to another replica).
     fn send(&mut self, inst: &Instruction, value: &Literal) -> EResult<()>;
-    /// The data a `recv` of data shape `shape` receives (without context and token).
+    /// The data a `recv-done` of data shape `shape` receives (without the token); `inst` is the
+    /// recv-done, which carries its recv's `channel_id` and `is_host_transfer`.
     fn recv(&mut self, inst: &Instruction, shape: &Shape) -> EResult<Literal>;
     /// The generator state of the `rng` ops.
     fn rng(&mut self) -> &mut RngState;
@@ -90,7 +91,10 @@ pub struct SingleReplica {
 
 impl SingleReplica {
     pub fn new(io: HostIo) -> SingleReplica {
-        SingleReplica { io, rng: RngState::default() }
+        SingleReplica {
+            io,
+            rng: RngState::default(),
+        }
     }
 }
 
@@ -142,8 +146,13 @@ impl Runtime for SingleReplica {
         let vals: Vec<Literal> = operands.iter().map(|&l| l.clone()).collect();
         match inst.opcode {
             // A group of one: the reduction/gather/scatter over one member is the member itself.
-            O::AllReduce | O::AllReduceStart | O::AllGather | O::AllGatherStart | O::ReduceScatter
-            | O::AllToAll | O::CollectiveBroadcast => Ok(one_or_tuple(vals)),
+            O::AllReduce
+            | O::AllReduceStart
+            | O::AllGather
+            | O::AllGatherStart
+            | O::ReduceScatter
+            | O::AllToAll
+            | O::CollectiveBroadcast => Ok(one_or_tuple(vals)),
             O::CollectivePermute | O::CollectivePermuteStart => {
                 let pairs = inst.attrs.source_target_pairs.clone().unwrap_or_default();
                 if let Some(&(s, t)) = pairs.iter().find(|&&(s, t)| s != 0 || t != 0) {
@@ -163,13 +172,18 @@ impl Runtime for SingleReplica {
                     Ok((*data).clone())
                 }
             }
-            op => Err(EvalError::unsupported(format!("collective {op} on one replica"))),
+            op => Err(EvalError::unsupported(format!(
+                "collective {op} on one replica"
+            ))),
         }
     }
 
     fn infeed(&mut self, inst: &Instruction, shape: &Shape) -> EResult<Literal> {
         let v = self.io.infeed.pop_front().ok_or_else(|| {
-            EvalError::Deadlock(format!("infeed %{} waits for data the host never sends", inst.name))
+            EvalError::Deadlock(format!(
+                "infeed %{} waits for data the host never sends",
+                inst.name
+            ))
         })?;
         if !v.shape().compatible(&shape.without_layout()) {
             return Err(EvalError::bad_input(format!(
@@ -207,12 +221,17 @@ impl Runtime for SingleReplica {
                 inst.name
             )));
         }
-        let pos = self.io.host_recv.iter().position(|(c, _)| *c == ch).ok_or_else(|| {
-            EvalError::Deadlock(format!(
-                "recv %{} waits on host channel {ch}, which the host never sends",
-                inst.name
-            ))
-        })?;
+        let pos = self
+            .io
+            .host_recv
+            .iter()
+            .position(|(c, _)| *c == ch)
+            .ok_or_else(|| {
+                EvalError::Deadlock(format!(
+                    "recv %{} waits on host channel {ch}, which the host never sends",
+                    inst.name
+                ))
+            })?;
         let (_, v) = self.io.host_recv.remove(pos).expect("position is in range");
         if !v.shape().compatible(&shape.without_layout()) {
             return Err(EvalError::bad_input(format!(

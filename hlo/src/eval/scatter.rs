@@ -23,36 +23,59 @@ use std::collections::HashMap;
 fn is_overwrite(cx: &Ctx<'_>, comp: CompId) -> bool {
     cx.computation(comp).is_ok_and(|c| {
         let root = &c.insts[c.root];
-        root.opcode == Opcode::Parameter && root.attrs.parameter_number == Some(1) && c.parameters().len() == 2
+        root.opcode == Opcode::Parameter
+            && root.attrs.parameter_number == Some(1)
+            && c.parameters().len() == 2
     })
 }
 
 /// `(operand index, update index)` pairs in update order, skipping out-of-bounds windows.
-fn targets(inst: &Instruction, a: &ArrayLiteral, ind: &ArrayLiteral, u: &ArrayLiteral) -> EResult<Vec<(usize, usize)>> {
+fn targets(
+    inst: &Instruction,
+    a: &ArrayLiteral,
+    ind: &ArrayLiteral,
+    u: &ArrayLiteral,
+) -> EResult<Vec<(usize, usize)>> {
     let at = &inst.attrs;
     let rank = a.dims.len();
     let urank = u.dims.len();
-    let space = IndexSpace::new(&ind.dims, to_i64_vec(&ind.data)?, at.index_vector_dim.unwrap_or(ind.dims.len() as i64))?;
-    let uwin: Vec<usize> =
-        list(&at.update_window_dims).iter().map(|&d| dim_in(d, urank, "update window dim")).collect::<EResult<_>>()?;
-    let inserted: Vec<usize> =
-        list(&at.inserted_window_dims).iter().map(|&d| dim_in(d, rank, "inserted window dim")).collect::<EResult<_>>()?;
-    let ibatch: Vec<usize> =
-        list(&at.input_batching_dims).iter().map(|&d| dim_in(d, rank, "input batching dim")).collect::<EResult<_>>()?;
-    let sbatch: Vec<usize> =
-        list(&at.scatter_indices_batching_dims).iter().map(|&d| space.batch_pos(d)).collect::<EResult<_>>()?;
+    let space = IndexSpace::new(
+        &ind.dims,
+        to_i64_vec(&ind.data)?,
+        at.index_vector_dim.unwrap_or(ind.dims.len() as i64),
+    )?;
+    let uwin: Vec<usize> = list(&at.update_window_dims)
+        .iter()
+        .map(|&d| dim_in(d, urank, "update window dim"))
+        .collect::<EResult<_>>()?;
+    let inserted: Vec<usize> = list(&at.inserted_window_dims)
+        .iter()
+        .map(|&d| dim_in(d, rank, "inserted window dim"))
+        .collect::<EResult<_>>()?;
+    let ibatch: Vec<usize> = list(&at.input_batching_dims)
+        .iter()
+        .map(|&d| dim_in(d, rank, "input batching dim"))
+        .collect::<EResult<_>>()?;
+    let sbatch: Vec<usize> = list(&at.scatter_indices_batching_dims)
+        .iter()
+        .map(|&d| space.batch_pos(d))
+        .collect::<EResult<_>>()?;
     let map: Vec<usize> = list(&at.scatter_dims_to_operand_dims)
         .iter()
         .map(|&d| dim_in(d, rank, "scatter_dims_to_operand_dims dim"))
         .collect::<EResult<_>>()?;
     let uscatter: Vec<usize> = (0..urank).filter(|d| !uwin.contains(d)).collect();
-    let win_operand: Vec<usize> = (0..rank).filter(|d| !inserted.contains(d) && !ibatch.contains(d)).collect();
+    let win_operand: Vec<usize> = (0..rank)
+        .filter(|d| !inserted.contains(d) && !ibatch.contains(d))
+        .collect();
     if map.len() != space.vector_len()
         || ibatch.len() != sbatch.len()
         || win_operand.len() != uwin.len()
         || uscatter.iter().map(|&d| u.dims[d]).collect::<Vec<_>>() != space.batch_sizes()
     {
-        return Err(EvalError::invalid("scatter attributes do not match the operand, indices and updates"));
+        return Err(EvalError::invalid(
+            "scatter attributes do not match the operand, indices and updates",
+        ));
     }
     let mut wsize = vec![1usize; rank];
     for (&ud, &od) in uwin.iter().zip(&win_operand) {
@@ -73,7 +96,8 @@ fn targets(inst: &Instruction, a: &ArrayLiteral, ind: &ArrayLiteral, u: &ArrayLi
         for (&od, &p) in ibatch.iter().zip(&sbatch) {
             start[od] = g[p] as i64;
         }
-        let fits = (0..rank).all(|d| start[d] >= 0 && start[d] + wsize[d] as i64 <= a.dims[d] as i64);
+        let fits =
+            (0..rank).all(|d| start[d] >= 0 && start[d] + wsize[d] as i64 <= a.dims[d] as i64);
         if !fits {
             return usize::MAX;
         }
@@ -94,17 +118,28 @@ fn targets(inst: &Instruction, a: &ArrayLiteral, ind: &ArrayLiteral, u: &ArrayLi
 /// `scatter(operands..., indices, updates...), to_apply=f, ...`.
 pub fn scatter(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     if ops.len() < 3 || ops.len() % 2 == 0 {
-        return Err(EvalError::invalid("scatter needs N operands, indices and N updates"));
+        return Err(EvalError::invalid(
+            "scatter needs N operands, indices and N updates",
+        ));
     }
     let n = ops.len() / 2;
     let operands: Vec<&ArrayLiteral> = (0..n).map(|i| operand(ops, i)).collect::<EResult<_>>()?;
     let ind = operand(ops, n)?;
-    let updates: Vec<&ArrayLiteral> = (n + 1..2 * n + 1).map(|i| operand(ops, i)).collect::<EResult<_>>()?;
-    if operands.iter().any(|o| o.dims != operands[0].dims) || updates.iter().any(|u| u.dims != updates[0].dims) {
-        return Err(EvalError::invalid("scatter operands (or updates) differ in dims"));
+    let updates: Vec<&ArrayLiteral> = (n + 1..2 * n + 1)
+        .map(|i| operand(ops, i))
+        .collect::<EResult<_>>()?;
+    if operands.iter().any(|o| o.dims != operands[0].dims)
+        || updates.iter().any(|u| u.dims != updates[0].dims)
+    {
+        return Err(EvalError::invalid(
+            "scatter operands (or updates) differ in dims",
+        ));
     }
     let pairs = targets(inst, operands[0], ind, updates[0])?;
-    let comp = inst.attrs.to_apply.ok_or_else(|| EvalError::invalid("scatter without to_apply"))?;
+    let comp = inst
+        .attrs
+        .to_apply
+        .ok_or_else(|| EvalError::invalid("scatter without to_apply"))?;
     let mut outs: Vec<ArrayData> = operands.iter().map(|o| o.data.clone()).collect();
     if n == 1 && is_overwrite(cx, comp) {
         let (di, si): (Vec<usize>, Vec<usize>) = pairs.into_iter().unzip();
@@ -133,7 +168,10 @@ pub fn scatter(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResul
         for (d, s) in pairs {
             let mut args: Vec<Literal> = Vec::with_capacity(2 * n);
             for o in &outs {
-                args.push(Literal::Array(ArrayLiteral { dims: vec![], data: take(o, &[d]) }));
+                args.push(Literal::Array(ArrayLiteral {
+                    dims: vec![],
+                    data: take(o, &[d]),
+                }));
             }
             args.extend(updates.iter().map(|u| scalar_of(u, s)));
             let res = split_result(cx.call(comp, args)?, n)?;
@@ -143,6 +181,13 @@ pub fn scatter(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResul
         }
     }
     let dims = operands[0].dims.clone();
-    let mut lits: Vec<Literal> = outs.into_iter().map(|d| mk(dims.clone(), d)).collect::<EResult<_>>()?;
-    Ok(if n == 1 { lits.pop().expect("one output") } else { Literal::Tuple(lits) })
+    let mut lits: Vec<Literal> = outs
+        .into_iter()
+        .map(|d| mk(dims.clone(), d))
+        .collect::<EResult<_>>()?;
+    Ok(if n == 1 {
+        lits.pop().expect("one output")
+    } else {
+        Literal::Tuple(lits)
+    })
 }

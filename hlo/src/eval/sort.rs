@@ -15,7 +15,10 @@ use crate::ir::Instruction;
 use crate::literal::{ArrayData, ArrayLiteral, Literal};
 
 /// A stable merge sort of `0..n` by a fallible strict-weak-order `less`.
-pub fn merge_sort(n: usize, less: &mut dyn FnMut(usize, usize) -> EResult<bool>) -> EResult<Vec<usize>> {
+pub fn merge_sort(
+    n: usize,
+    less: &mut dyn FnMut(usize, usize) -> EResult<bool>,
+) -> EResult<Vec<usize>> {
     let mut a: Vec<usize> = (0..n).collect();
     let mut b = vec![0usize; n];
     let mut width = 1;
@@ -49,20 +52,36 @@ pub fn merge_sort(n: usize, less: &mut dyn FnMut(usize, usize) -> EResult<bool>)
 
 /// `sort(x1..xN), dimensions={d}, is_stable=.., to_apply=less`.
 pub fn sort(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    let inputs: Vec<&ArrayLiteral> = (0..ops.len()).map(|i| operand(ops, i)).collect::<EResult<_>>()?;
-    let first = inputs.first().ok_or_else(|| EvalError::invalid("sort without operands"))?;
+    let inputs: Vec<&ArrayLiteral> = (0..ops.len())
+        .map(|i| operand(ops, i))
+        .collect::<EResult<_>>()?;
+    let first = inputs
+        .first()
+        .ok_or_else(|| EvalError::invalid("sort without operands"))?;
     if inputs.iter().any(|x| x.dims != first.dims) {
         return Err(EvalError::invalid("sort operands differ in dims"));
     }
     let rank = first.dims.len();
-    let d = inst.attrs.dimensions.as_deref().and_then(|d| d.first().copied()).unwrap_or(0);
+    let d = inst
+        .attrs
+        .dimensions
+        .as_deref()
+        .and_then(|d| d.first().copied())
+        .unwrap_or(0);
     let d = usize::try_from(d)
         .ok()
         .filter(|&x| x < rank.max(1))
         .ok_or_else(|| EvalError::invalid(format!("sort dimension {d} out of range")))?;
-    let comp = inst.attrs.to_apply.ok_or_else(|| EvalError::invalid("sort without comparator"))?;
+    let comp = inst
+        .attrs
+        .to_apply
+        .ok_or_else(|| EvalError::invalid("sort without comparator"))?;
     if rank == 0 {
-        return Ok(if inputs.len() == 1 { ops[0].clone() } else { Literal::Tuple(ops.iter().map(|&l| l.clone()).collect()) });
+        return Ok(if inputs.len() == 1 {
+            ops[0].clone()
+        } else {
+            Literal::Tuple(ops.iter().map(|&l| l.clone()).collect())
+        });
     }
     let st = strides(&first.dims);
     let len = first.dims[d];
@@ -100,9 +119,15 @@ pub fn sort(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<L
             perm[slice_idx[i]] = slice_idx[o];
         }
     }
-    let mut outs: Vec<Literal> =
-        inputs.iter().map(|x| mk(x.dims.clone(), take(&x.data, &perm))).collect::<EResult<_>>()?;
-    Ok(if outs.len() == 1 { outs.pop().expect("one output") } else { Literal::Tuple(outs) })
+    let mut outs: Vec<Literal> = inputs
+        .iter()
+        .map(|x| mk(x.dims.clone(), take(&x.data, &perm)))
+        .collect::<EResult<_>>()?;
+    Ok(if outs.len() == 1 {
+        outs.pop().expect("one output")
+    } else {
+        Literal::Tuple(outs)
+    })
 }
 
 /// Order keys for TopK: total order for floats, value for integers and pred.
@@ -130,17 +155,30 @@ fn keys(d: &ArrayData) -> EResult<Vec<i128>> {
 /// their s32 indices.
 pub fn top_k(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
-    let k = inst.attrs.k.ok_or_else(|| EvalError::invalid("topk without k"))?;
+    let k = inst
+        .attrs
+        .k
+        .ok_or_else(|| EvalError::invalid("topk without k"))?;
     let largest = inst.attrs.largest.unwrap_or(true);
-    let n = *a.dims.last().ok_or_else(|| EvalError::invalid("topk of a scalar"))?;
-    let k = usize::try_from(k).ok().filter(|&k| k <= n).ok_or_else(|| EvalError::invalid(format!("k={k} for {n} elements")))?;
+    let n = *a
+        .dims
+        .last()
+        .ok_or_else(|| EvalError::invalid("topk of a scalar"))?;
+    let k = usize::try_from(k)
+        .ok()
+        .filter(|&k| k <= n)
+        .ok_or_else(|| EvalError::invalid(format!("k={k} for {n} elements")))?;
     let key = keys(&a.data)?;
     let rows = if n == 0 { 0 } else { a.data.len() / n };
     let (mut vi, mut ii) = (Vec::with_capacity(rows * k), Vec::with_capacity(rows * k));
     for r in 0..rows {
         let row = &key[r * n..(r + 1) * n];
         let mut less = |p: usize, q: usize| -> EResult<bool> {
-            Ok(if largest { row[p] > row[q] } else { row[p] < row[q] })
+            Ok(if largest {
+                row[p] > row[q]
+            } else {
+                row[p] < row[q]
+            })
         };
         let order = merge_sort(n, &mut less)?;
         for &o in &order[..k] {
@@ -150,7 +188,10 @@ pub fn top_k(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     }
     let mut dims = a.dims.clone();
     *dims.last_mut().expect("rank >= 1") = k;
-    Ok(Literal::Tuple(vec![mk(dims.clone(), take(&a.data, &vi))?, mk(dims, ArrayData::S32(ii))?]))
+    Ok(Literal::Tuple(vec![
+        mk(dims.clone(), take(&a.data, &vi))?,
+        mk(dims, ArrayData::S32(ii))?,
+    ]))
 }
 
 #[cfg(test)]

@@ -160,7 +160,10 @@ pub fn put(dst: &mut ArrayData, di: &[usize], src: &ArrayData, si: &[usize]) -> 
 
 /// Element `i` of `a` as a scalar literal.
 pub fn scalar_of(a: &ArrayLiteral, i: usize) -> Literal {
-    Literal::Array(ArrayLiteral { dims: vec![], data: take(&a.data, &[i]) })
+    Literal::Array(ArrayLiteral {
+        dims: vec![],
+        data: take(&a.data, &[i]),
+    })
 }
 
 /// The array inside a literal, or an error naming what it is instead.
@@ -174,13 +177,17 @@ pub fn array(l: &Literal) -> EResult<&ArrayLiteral> {
 
 /// The operand `i` of a kernel as an array.
 pub fn operand<'a>(ops: &[&'a Literal], i: usize) -> EResult<&'a ArrayLiteral> {
-    let l = ops.get(i).ok_or_else(|| EvalError::invalid(format!("missing operand {i}")))?;
+    let l = ops
+        .get(i)
+        .ok_or_else(|| EvalError::invalid(format!("missing operand {i}")))?;
     array(l)
 }
 
 /// The array shape an instruction declares, or an error.
 pub fn out_array(shape: &Shape) -> EResult<&crate::shape::ArrayShape> {
-    shape.as_array().ok_or_else(|| EvalError::invalid(format!("expected an array shape, got {shape}")))
+    shape
+        .as_array()
+        .ok_or_else(|| EvalError::invalid(format!("expected an array shape, got {shape}")))
 }
 
 /// Integer values of an integer array (for indices and sizes); errors on other types.
@@ -208,7 +215,10 @@ pub fn to_i64_vec(d: &ArrayData) -> EResult<Vec<i64>> {
 pub fn scalar_i64(l: &Literal) -> EResult<i64> {
     let a = array(l)?;
     if a.element_count() != 1 {
-        return Err(EvalError::invalid(format!("expected a scalar, got dims {:?}", a.dims)));
+        return Err(EvalError::invalid(format!(
+            "expected a scalar, got dims {:?}",
+            a.dims
+        )));
     }
     Ok(to_i64_vec(&a.data)?[0])
 }
@@ -240,7 +250,9 @@ pub fn from_f64_vec(ty: ElementType, v: &[f64]) -> EResult<ArrayData> {
 pub fn check_count(n: u64, what: &str) -> EResult<usize> {
     const MAX: u64 = 1 << 31;
     if n > MAX {
-        return Err(EvalError::limit(format!("{what} has {n} elements (more than {MAX})")));
+        return Err(EvalError::limit(format!(
+            "{what} has {n} elements (more than {MAX})"
+        )));
     }
     Ok(n as usize)
 }
@@ -268,7 +280,8 @@ pub fn shape_dims(s: &crate::shape::ArrayShape) -> EResult<Vec<usize>> {
     s.dims
         .iter()
         .map(|&d| {
-            usize::try_from(d).map_err(|_| EvalError::unsupported(format!("unbounded dimension in {s}")))
+            usize::try_from(d)
+                .map_err(|_| EvalError::unsupported(format!("unbounded dimension in {s}")))
         })
         .collect()
 }

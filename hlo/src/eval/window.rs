@@ -11,7 +11,9 @@ use crate::eval::elementwise::{binary_data, splat};
 use crate::eval::error::{EResult, EvalError};
 use crate::eval::interp::Ctx;
 use crate::eval::reduce::split_result;
-use crate::eval::util::{array, concat_data, count_of, mk, next_index, operand, put, scalar_of, strides, take};
+use crate::eval::util::{
+    array, concat_data, count_of, mk, next_index, operand, put, scalar_of, strides, take,
+};
 use crate::ir::{CompId, Instruction};
 use crate::literal::{ArrayData, ArrayLiteral, Literal};
 
@@ -37,13 +39,26 @@ impl Geometry {
             if w.size < 1 || w.stride < 1 || w.lhs_dilate < 1 || w.rhs_dilate < 1 {
                 return Err(EvalError::invalid(format!("window dimension {w:?}")));
             }
-            let dilated = if n == 0 { 0 } else { (n as i64 - 1) * w.lhs_dilate + 1 };
+            let dilated = if n == 0 {
+                0
+            } else {
+                (n as i64 - 1) * w.lhs_dilate + 1
+            };
             let padded = dilated + w.pad_lo + w.pad_hi;
             let extent = (w.size - 1) * w.rhs_dilate + 1;
-            out.push(if padded < extent { 0 } else { ((padded - extent) / w.stride + 1) as usize });
+            out.push(if padded < extent {
+                0
+            } else {
+                ((padded - extent) / w.stride + 1) as usize
+            });
         }
         let wsizes = win.iter().map(|w| w.size as usize).collect();
-        Ok(Geometry { base: base.to_vec(), win, out, wsizes })
+        Ok(Geometry {
+            base: base.to_vec(),
+            win,
+            out,
+            wsizes,
+        })
     }
 
     /// Base index (flat) of window element `w` of output position `o`, if it is a real element.
@@ -103,13 +118,19 @@ fn comp(c: Option<CompId>, what: &str) -> EResult<CompId> {
 /// `reduce-window(x1..xN, init1..initN), window={...}, to_apply=f`.
 pub fn reduce_window(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     if ops.is_empty() || ops.len() % 2 != 0 {
-        return Err(EvalError::invalid("reduce-window needs N inputs and N init values"));
+        return Err(EvalError::invalid(
+            "reduce-window needs N inputs and N init values",
+        ));
     }
     let n = ops.len() / 2;
     let inputs: Vec<&ArrayLiteral> = (0..n).map(|i| operand(ops, i)).collect::<EResult<_>>()?;
-    let inits: Vec<&ArrayLiteral> = (n..2 * n).map(|i| operand(ops, i)).collect::<EResult<_>>()?;
+    let inits: Vec<&ArrayLiteral> = (n..2 * n)
+        .map(|i| operand(ops, i))
+        .collect::<EResult<_>>()?;
     if inputs.iter().any(|x| x.dims != inputs[0].dims) || inits.iter().any(|x| x.data.len() != 1) {
-        return Err(EvalError::invalid("reduce-window inputs differ in dims or inits are not scalars"));
+        return Err(EvalError::invalid(
+            "reduce-window inputs differ in dims or inits are not scalars",
+        ));
     }
     let g = Geometry::new(&inputs[0].dims, inst.attrs.window.as_deref())?;
     let k = count_of(&g.out, "reduce-window result")?;
@@ -143,7 +164,10 @@ pub fn reduce_window(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> 
             if let Some(s) = g.source(o, w, &st) {
                 let mut args = acc;
                 args.extend(inputs.iter().map(|x| scalar_of(x, s)));
-                acc = split_result(cx.call(f, args)?, n)?.into_iter().map(Literal::Array).collect();
+                acc = split_result(cx.call(f, args)?, n)?
+                    .into_iter()
+                    .map(Literal::Array)
+                    .collect();
             }
         }
         for (i, a) in acc.iter().enumerate() {
@@ -153,9 +177,16 @@ pub fn reduce_window(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> 
     let mut lits = Vec::with_capacity(n);
     for (i, parts) in results.iter().enumerate() {
         let refs: Vec<&ArrayData> = parts.iter().collect();
-        lits.push(mk(g.out.clone(), concat_data(inits[i].element_type(), &refs)?)?);
+        lits.push(mk(
+            g.out.clone(),
+            concat_data(inits[i].element_type(), &refs)?,
+        )?);
     }
-    Ok(if n == 1 { lits.pop().expect("one output") } else { Literal::Tuple(lits) })
+    Ok(if n == 1 {
+        lits.pop().expect("one output")
+    } else {
+        Literal::Tuple(lits)
+    })
 }
 
 fn pred_of(l: &Literal) -> EResult<bool> {
@@ -166,16 +197,26 @@ fn pred_of(l: &Literal) -> EResult<bool> {
 }
 
 /// `select-and-scatter(operand, source, init), window={...}, select=s, scatter=t`.
-pub fn select_and_scatter(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
+pub fn select_and_scatter(
+    cx: &mut Ctx<'_>,
+    inst: &Instruction,
+    ops: &[&Literal],
+) -> EResult<Literal> {
     let (a, src, init) = (operand(ops, 0)?, operand(ops, 1)?, operand(ops, 2)?);
     if init.data.len() != 1 {
         return Err(EvalError::invalid("init value must be a scalar"));
     }
     let g = Geometry::new(&a.dims, inst.attrs.window.as_deref())?;
     if g.out != src.dims {
-        return Err(EvalError::invalid(format!("source dims {:?}, windows give {:?}", src.dims, g.out)));
+        return Err(EvalError::invalid(format!(
+            "source dims {:?}, windows give {:?}",
+            src.dims, g.out
+        )));
     }
-    let (sel, sct) = (comp(inst.attrs.select, "select")?, comp(inst.attrs.scatter, "scatter")?);
+    let (sel, sct) = (
+        comp(inst.attrs.select, "select")?,
+        comp(inst.attrs.scatter, "scatter")?,
+    );
     let st = strides(&g.base);
     let mut out = splat(&init.data, a.data.len());
     let wins = g.window_positions();
@@ -204,8 +245,14 @@ pub fn select_and_scatter(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]
             Some(op) => binary_data(op, &cur, &upd)?,
             None => {
                 let args = vec![
-                    Literal::Array(ArrayLiteral { dims: vec![], data: cur }),
-                    Literal::Array(ArrayLiteral { dims: vec![], data: upd }),
+                    Literal::Array(ArrayLiteral {
+                        dims: vec![],
+                        data: cur,
+                    }),
+                    Literal::Array(ArrayLiteral {
+                        dims: vec![],
+                        data: upd,
+                    }),
                 ];
                 split_result(cx.call(sct, args)?, 1)?.remove(0).data
             }
