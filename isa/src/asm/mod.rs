@@ -149,6 +149,55 @@ impl<'a> OperandTokens<'a> {
     }
 }
 
+/// Parses one instruction statement `rest` (starting at column `col` of line `l`).
+fn parse_statement(l: &Line, rest: &str, col: usize, ctx: &ParseCtx) -> Result<Inst, AsmError> {
+    let mn_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let mnemonic = &rest[..mn_end];
+    let op = Opcode::from_mnemonic(mnemonic)
+        .ok_or_else(|| l.err(col, format!("unknown mnemonic `{mnemonic}`")))?;
+    let ops_str = &rest[mn_end..];
+    let ops_col = col + mn_end;
+    let mut toks = OperandTokens {
+        mnemonic: op.mnemonic(),
+        pos: Vec::new(),
+        next_pos: 0,
+        kws: Vec::new(),
+        end_col: col + rest.len(),
+    };
+    if !ops_str.trim().is_empty() {
+        for (c, t) in split_operands(ops_str, ops_col) {
+            if t.is_empty() {
+                return Err(l.err(c, "empty operand"));
+            }
+            match t.split_once('=') {
+                Some((k, v)) if is_ident(k.trim()) => {
+                    let vcol = c + t.len() - t[k.len() + 1..].trim_start().len();
+                    toks.kws.push((c, k.trim(), vcol, v.trim(), false));
+                }
+                _ => toks.pos.push((c, t)),
+            }
+        }
+    }
+    let inst = Inst::from_tokens(op, &mut toks, ctx).map_err(|e| l.err(e.col, e.msg))?;
+    if let Err(e) = inst.encode() {
+        return Err(l.err(col, e.to_string()));
+    }
+    if let Err(e) = inst.check_types() {
+        return Err(l.err(col, e));
+    }
+    Ok(inst)
+}
+
+/// Parses a single instruction (no labels: branch targets as `@N`; a `;` comment is allowed).
+pub fn parse_inst(text: &str) -> Result<Inst, AsmError> {
+    let l = Line { no: 1, raw: text };
+    let rest = strip_comment(text).trim();
+    if rest.is_empty() || rest.starts_with('.') {
+        return Err(l.err(1, "expected an instruction"));
+    }
+    parse_statement(&l, rest, col_of(text, rest), &ParseCtx::default())
+}
+
 /// Assembles program text. Errors carry line and column.
 pub fn assemble(text: &str) -> Result<Program, AsmError> {
     let lines: Vec<Line> = text
@@ -190,40 +239,7 @@ pub fn assemble(text: &str) -> Result<Program, AsmError> {
             directive(&mut p, l, rest, &mut open_sym)?;
             continue;
         }
-        let mn_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-        let mnemonic = &rest[..mn_end];
-        let op = Opcode::from_mnemonic(mnemonic)
-            .ok_or_else(|| l.err(col, format!("unknown mnemonic `{mnemonic}`")))?;
-        let ops_str = &rest[mn_end..];
-        let ops_col = col + mn_end;
-        let mut toks = OperandTokens {
-            mnemonic: op.mnemonic(),
-            pos: Vec::new(),
-            next_pos: 0,
-            kws: Vec::new(),
-            end_col: col + rest.len(),
-        };
-        if !ops_str.trim().is_empty() {
-            for (c, t) in split_operands(ops_str, ops_col) {
-                if t.is_empty() {
-                    return Err(l.err(c, "empty operand"));
-                }
-                match t.split_once('=') {
-                    Some((k, v)) if is_ident(k.trim()) => {
-                        let vcol = c + t.len() - t[k.len() + 1..].trim_start().len();
-                        toks.kws.push((c, k.trim(), vcol, v.trim(), false));
-                    }
-                    _ => toks.pos.push((c, t)),
-                }
-            }
-        }
-        let inst = Inst::from_tokens(op, &mut toks, &ctx).map_err(|e| l.err(e.col, e.msg))?;
-        if let Err(e) = inst.encode() {
-            return Err(l.err(col, e.to_string()));
-        }
-        if let Err(e) = inst.check_types() {
-            return Err(l.err(col, e));
-        }
+        let inst = parse_statement(l, rest, col, &ctx)?;
         p.code.push(inst);
         inst_lines.push((li, col));
     }
