@@ -143,7 +143,7 @@ fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
     if let Some(c) = s.chars().find(|c| !c.is_ascii_hexdigit()) {
         return Err(format!("bad hex digit `{c}` in data"));
     }
-    if !s.len().is_multiple_of(2) {
+    if s.len() % 2 == 1 {
         return Err("hex data needs an even number of digits".into());
     }
     (0..s.len())
