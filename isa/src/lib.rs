@@ -30,7 +30,9 @@ pub use operand::{
     parse_int, AccAddr, CmpOp, Csr, DType, FmtCtx, MemRef, Operand, ParseCtx, RedOp, SReg, Sem,
     Space, Target, TypeClass, VAddr, NUM_SEMS, NUM_SREGS,
 };
-pub use program::{DataSegment, DmaDesc, DmaDim, Program, ProgramError, Region, SymbolRange};
+pub use program::{
+    ChunkOffsets, DataSegment, DmaDesc, DmaDim, Program, ProgramError, Region, SymbolRange,
+};
 pub use table::{Inst, Opcode, TABLE};
 pub use word::{DecodeError, EncodeError, Word, OPCODE_BITS, WORD_BITS};
 

@@ -70,19 +70,48 @@ impl DmaDesc {
     pub fn chunks(&self) -> u64 {
         self.dims.iter().map(|d| d.count as u64).product()
     }
-    /// `(src_offset, dst_offset)` of every chunk, in execution order (innermost fastest).
-    pub fn chunk_offsets(&self) -> Vec<(i64, i64)> {
-        let mut out = vec![(0i64, 0i64)];
-        for d in &self.dims {
-            let mut next = Vec::with_capacity(out.len() * d.count as usize);
-            for i in 0..d.count as i64 {
-                for &(s, t) in &out {
-                    next.push((s + i * d.src_stride, t + i * d.dst_stride));
-                }
-            }
-            out = next;
+    /// `(src_offset, dst_offset)` of every chunk, in execution order (innermost dimension
+    /// fastest). Lazy: nothing is allocated however many chunks there are.
+    pub fn chunk_offsets(&self) -> ChunkOffsets<'_> {
+        ChunkOffsets {
+            dims: &self.dims,
+            idx: [0; MAX_DMA_DIMS],
+            done: self.dims.iter().any(|d| d.count == 0),
         }
-        out
+    }
+}
+
+/// Iterator over the chunk offsets of a [`DmaDesc`] (see [`DmaDesc::chunk_offsets`]).
+#[derive(Clone, Debug)]
+pub struct ChunkOffsets<'a> {
+    dims: &'a [DmaDim],
+    idx: [u32; MAX_DMA_DIMS],
+    done: bool,
+}
+
+impl Iterator for ChunkOffsets<'_> {
+    type Item = (i64, i64);
+
+    fn next(&mut self) -> Option<(i64, i64)> {
+        if self.done {
+            return None;
+        }
+        let mut off = (0i64, 0i64);
+        for (d, &i) in self.dims.iter().zip(&self.idx) {
+            off.0 = off.0.wrapping_add((i as i64).wrapping_mul(d.src_stride));
+            off.1 = off.1.wrapping_add((i as i64).wrapping_mul(d.dst_stride));
+        }
+        // Advance the odometer, innermost dimension first.
+        self.done = true;
+        for (j, d) in self.dims.iter().enumerate().take(MAX_DMA_DIMS) {
+            self.idx[j] += 1;
+            if self.idx[j] < d.count {
+                self.done = false;
+                break;
+            }
+            self.idx[j] = 0;
+        }
+        Some(off)
     }
 }
 
@@ -299,4 +328,55 @@ pub fn arbitrary_program() -> proptest::strategy::BoxedStrategy<Program> {
             }
         })
         .boxed()
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use crate::program::{DmaDesc, DmaDim};
+
+    #[test]
+    fn chunk_offsets_in_order() {
+        let d = DmaDesc {
+            len: 4,
+            dims: vec![
+                DmaDim {
+                    count: 2,
+                    src_stride: 10,
+                    dst_stride: 1,
+                },
+                DmaDim {
+                    count: 3,
+                    src_stride: 100,
+                    dst_stride: -5,
+                },
+            ],
+        };
+        let got: Vec<(i64, i64)> = d.chunk_offsets().collect();
+        let mut want = Vec::new();
+        for j in 0..3i64 {
+            for i in 0..2i64 {
+                want.push((10 * i + 100 * j, i - 5 * j));
+            }
+        }
+        assert_eq!(got, want);
+        assert_eq!(d.chunks(), 6);
+        assert_eq!(d.total_bytes(), 24);
+        let one = DmaDesc {
+            len: 8,
+            dims: vec![],
+        };
+        assert_eq!(one.chunk_offsets().collect::<Vec<_>>(), vec![(0, 0)]);
+        let huge = DmaDesc {
+            len: 1,
+            dims: vec![
+                DmaDim {
+                    count: u32::MAX,
+                    src_stride: 1,
+                    dst_stride: 1
+                };
+                3
+            ],
+        };
+        assert_eq!(huge.chunk_offsets().nth(5), Some((5, 5)));
+    }
 }
