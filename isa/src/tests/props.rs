@@ -119,3 +119,15 @@ proptest! {
         let _ = assemble(&text);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arch_check_never_panics(p in arbitrary_program()) {
+        for (name, _) in arch::PRESETS {
+            let a = arch::ArchConfig::preset(name).unwrap();
+            let _ = p.check_against(&a);
+        }
+    }
+}
