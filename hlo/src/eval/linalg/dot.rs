@@ -288,6 +288,17 @@ mod tests {
             for (x, y) in f32s(&got32).iter().zip(&want) {
                 prop_assert!((*x as f64 - y).abs() <= 1e-5 * (1.0 + y.abs()));
             }
+            // The integer path (s8 x s8 -> s32) is exact: compare with the naive loop on
+            // small integers.
+            let li: Vec<f64> = l.iter().map(|x| (x * 100.0).round()).collect();
+            let ri: Vec<f64> = r.iter().map(|x| (x * 100.0).round()).collect();
+            let (_, wanti) = naive(&li, &ld, &ri, &rd, &dd);
+            let s8 = |dims: &[usize], v: &[f64]| ArrayLiteral { dims: dims.to_vec(), data: ArrayData::S8(v.iter().map(|&x| x as i8).collect()) };
+            let goti = dot_general(&s8(&ld, &li), &s8(&rd, &ri), &a, &shape(T::S32, &odims)).unwrap();
+            let ArrayData::S32(gi) = &goti.data else { panic!() };
+            for (x, y) in gi.iter().zip(&wanti) {
+                prop_assert_eq!(*x as f64, *y);
+            }
         }
     }
 
