@@ -4,6 +4,7 @@
 //! Each subcommand family lives in its own module (`cmd_*.rs`); this file only dispatches.
 
 mod cmd_arch;
+mod cmd_eval;
 mod cmd_hlo;
 mod cmd_isa;
 mod cmd_rtl;
@@ -37,6 +38,10 @@ enum Command {
     Arch(cmd_arch::ArchCmd),
     /// The MXU's RTL: `rtl gen`, `rtl sim` (co-simulation), `rtl synth` (Yosys).
     Rtl(cmd_rtl::RtlArgs),
+    /// Evaluate an HLO module on the reference evaluator: `eval FILE.hlo [--inputs CASE.json | --random SEED] [--replicas N] [--json OUT.json]`.
+    Eval(cmd_eval::EvalArgs),
+    /// Run every case folder of a conformance corpus; last line "N passed, M failed".
+    Conformance(cmd_eval::ConformanceArgs),
     /// Run a program on the simulator: `sim PROG.s|PROG.bin --arch A [--timing-only] [--trace T.json] [--stats]`.
     Sim(cmd_sim::SimArgs),
 }
@@ -77,6 +82,8 @@ fn main() -> ExitCode {
         Command::Arch(a) => cmd_arch::run(a),
         Command::Rtl(a) => cmd_rtl::run(a),
         Command::Sim(a) => cmd_sim::run(a),
+        Command::Eval(a) => cmd_eval::eval(a),
+        Command::Conformance(a) => cmd_eval::conformance(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

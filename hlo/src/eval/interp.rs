@@ -200,20 +200,6 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// A context for pure scalar computations (reducers of collectives) that has no runtime.
-    fn with_pure<R>(&self, f: impl FnOnce(&mut Ctx<'_>) -> R) -> R {
-        let mut pure = PureRuntime(RngState::default());
-        let mut cx = Ctx {
-            module: self.module,
-            opts: self.opts,
-            plans: self.plans,
-            rt: &mut pure,
-            depth: self.depth,
-            iterations: self.iterations,
-        };
-        f(&mut cx)
-    }
-
     /// Evaluates computation `comp` on `args` (general path).
     pub fn call(&mut self, comp: CompId, args: Vec<Literal>) -> EResult<Literal> {
         let c = self.computation(comp)?;
@@ -288,6 +274,14 @@ impl<'a> Ctx<'a> {
                     self.eval_inst(inst, &ops)
                 };
                 let v = v.map_err(|e| e.at(&inst.name))?;
+                let n = elements(&v);
+                if n > self.opts.max_elements {
+                    return Err(EvalError::limit(format!(
+                        "value has {n} elements, more than the limit {}",
+                        self.opts.max_elements
+                    ))
+                    .at(&inst.name));
+                }
                 if !arg_fits(&inst.shape, &v) {
                     return Err(EvalError::invalid(format!(
                         "internal: kernel produced shape {} for declared shape {}",
@@ -513,7 +507,16 @@ impl<'a> Ctx<'a> {
 
     /// Runs `f` with a context whose runtime refuses side effects (for reducer computations).
     pub fn pure<R>(&self, f: impl FnOnce(&mut Ctx<'_>) -> R) -> R {
-        self.with_pure(f)
+        let mut pure = PureRuntime(RngState::default());
+        let mut cx = Ctx {
+            module: self.module,
+            opts: self.opts,
+            plans: self.plans,
+            rt: &mut pure,
+            depth: self.depth,
+            iterations: self.iterations,
+        };
+        f(&mut cx)
     }
 }
 
@@ -600,4 +603,13 @@ impl Runtime for PureRuntime {
 /// The numeric ops of `eval::linalg` (owned by the eval-numeric helper).
 fn numeric_op(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     crate::eval::linalg::eval_op(cx, inst, ops)
+}
+
+/// Number of array elements in a value (tuples summed).
+fn elements(v: &Literal) -> u64 {
+    match v {
+        Literal::Array(a) => a.data.len() as u64,
+        Literal::Tuple(t) => t.iter().map(elements).sum(),
+        Literal::Token => 0,
+    }
 }

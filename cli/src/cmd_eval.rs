@@ -1,0 +1,257 @@
+//! `systole eval` (run an HLO module on the reference evaluator) and `systole conformance`
+//! (run every case folder of the corpus format and compare).
+//!
+//! Inputs of `eval`: `--inputs CASE.json` (or a case folder) gives per-replica arguments and
+//! host queues (infeed, host_recv) in the corpus format; `--random SEED` generates arguments
+//! (floats uniform in [-2, 2), integers in [-8, 8) (unsigned [0, 16)), pred fair coin; replica r
+//! uses seed SEED + r); with neither, `--random 0` is used. Deadlocks exit 1, other evaluation
+//! errors exit 2.
+
+use crate::cmd_hlo::{load_verified, read_source};
+use crate::{Outcome, UserError};
+use clap::Args;
+use hlo::case::{case_dirs, literal_to_json, load_case, parse_case};
+use hlo::eval::corpus::{run_case, run_module, Outcome as CaseOutcome};
+use hlo::eval::{EvalError, EvalOptions, HostIo, ReplicaInput};
+use hlo::{ArrayData, ArrayLiteral, ElementType, Literal, Shape};
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// HLO text file.
+    pub file: PathBuf,
+    /// Arguments (and infeed/host_recv queues) from a case.json or case folder.
+    #[arg(long, conflicts_with = "random")]
+    pub inputs: Option<PathBuf>,
+    /// Random arguments from this seed (default: 0).
+    #[arg(long)]
+    pub random: Option<u64>,
+    /// Number of replicas (default: the case's, else the module's replica_count).
+    #[arg(long)]
+    pub replicas: Option<usize>,
+    /// Also write outputs (and outfeed/host_send) as corpus-format JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ConformanceArgs {
+    /// Corpus folder: one sub-folder per case (module.hlo + case.json).
+    pub dir: PathBuf,
+    /// Engine to run the cases on (only `eval`, the reference evaluator, so far).
+    #[arg(long, default_value = "eval")]
+    pub engine: String,
+    /// Print a JSON report of every case before the summary line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A small deterministic generator (SplitMix64).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn random_literal(shape: &Shape, g: &mut SplitMix) -> anyhow::Result<Literal> {
+    Ok(match shape {
+        Shape::Tuple(t) => Literal::Tuple(
+            t.iter()
+                .map(|s| random_literal(s, g))
+                .collect::<anyhow::Result<_>>()?,
+        ),
+        Shape::Token => Literal::Token,
+        Shape::Array(a) => {
+            let dims = a.udims();
+            let n: usize = dims.iter().product();
+            if n > 1 << 26 || a.dims.iter().any(|&d| d < 0) {
+                return Err(
+                    UserError(format!("cannot generate a random value of shape {a}")).into(),
+                );
+            }
+            let floats: Vec<f64> = (0..n).map(|_| g.unit() * 4.0 - 2.0).collect();
+            let ty = a.ty;
+            let data = if ty.is_integer() {
+                let lo = if ty.is_signed_int() { -8.0 } else { 0.0 };
+                let ints: Vec<f64> = (0..n).map(|_| lo + (g.next() % 16) as f64).collect();
+                hlo::eval::util::from_f64_vec(ty, &ints)?
+            } else if ty == ElementType::Pred {
+                ArrayData::Pred((0..n).map(|_| g.next() & 1 == 1).collect())
+            } else if ty.is_complex() {
+                let ct = ty.component_type();
+                let re = hlo::eval::util::from_f64_vec(ct, &floats)?;
+                let imv: Vec<f64> = (0..n).map(|_| g.unit() * 4.0 - 2.0).collect();
+                let im = hlo::eval::util::from_f64_vec(ct, &imv)?;
+                hlo::eval::elementwise::binary_data(hlo::Opcode::Complex, &re, &im)?
+            } else {
+                hlo::eval::util::from_f64_vec(ty, &floats)?
+            };
+            Literal::Array(ArrayLiteral { dims, data })
+        }
+    })
+}
+
+/// Per-replica inputs: from a case file/folder, or random.
+fn replica_inputs(
+    a: &EvalArgs,
+    module: &hlo::Module,
+    module_text: &str,
+) -> anyhow::Result<Vec<ReplicaInput>> {
+    if let Some(p) = &a.inputs {
+        let file = if p.is_dir() {
+            p.join("case.json")
+        } else {
+            p.clone()
+        };
+        let text = read_source(&file)?;
+        let case = parse_case(&text, module_text.to_string())
+            .map_err(|e| UserError(format!("{}: {e}", file.display())))?;
+        let n = a.replicas.unwrap_or(case.replicas.max(1));
+        if case.inputs.len() < n {
+            return Err(UserError(format!(
+                "{}: inputs for {} replica(s), {n} needed",
+                file.display(),
+                case.inputs.len()
+            ))
+            .into());
+        }
+        return Ok((0..n)
+            .map(|r| {
+                let mut io = HostIo::default();
+                io.infeed
+                    .extend(case.infeed.get(r).cloned().unwrap_or_default());
+                io.host_recv
+                    .extend(case.host_recv.get(r).cloned().unwrap_or_default());
+                ReplicaInput {
+                    args: case.inputs[r].clone(),
+                    io,
+                }
+            })
+            .collect());
+    }
+    let n = a.replicas.unwrap_or(module.replica_count().max(1) as usize);
+    let seed = a.random.unwrap_or(0);
+    let params = module.entry().program_shape().params;
+    (0..n)
+        .map(|r| {
+            let mut g = SplitMix(seed.wrapping_add(r as u64));
+            let args = params
+                .iter()
+                .map(|s| random_literal(s, &mut g))
+                .collect::<anyhow::Result<_>>()?;
+            Ok(ReplicaInput {
+                args,
+                io: HostIo::default(),
+            })
+        })
+        .collect()
+}
+
+/// `systole eval`.
+pub fn eval(a: EvalArgs) -> anyhow::Result<Outcome> {
+    let (src, module) = load_verified(&a.file)?;
+    let inputs = replica_inputs(&a, &module, &src)?;
+    let n = inputs.len();
+    let results = match run_module(&module, inputs, &EvalOptions::default()) {
+        Ok(r) => r,
+        Err(e) if matches!(e.root_cause(), EvalError::Deadlock(_)) => {
+            println!("{}: {e}", a.file.display());
+            return Ok(Outcome::CheckFailed);
+        }
+        Err(e) => return Err(UserError(format!("{}: error: {e}", a.file.display())).into()),
+    };
+    for (r, (value, io)) in results.iter().enumerate() {
+        if n > 1 {
+            println!("replica {r}:");
+        }
+        println!("{}", hlo::print_literal(value));
+        for (i, v) in io.outfeed.iter().enumerate() {
+            println!("outfeed[{i}]: {}", hlo::print_literal(v));
+        }
+        for (ch, v) in &io.host_send {
+            println!("host_send channel {ch}: {}", hlo::print_literal(v));
+        }
+    }
+    if let Some(path) = &a.json {
+        let j = serde_json::json!({
+            "outputs": results.iter().map(|(v, _)| literal_to_json(v)).collect::<Vec<_>>(),
+            "outfeed": results.iter().map(|(_, io)| io.outfeed.iter().map(literal_to_json).collect::<Vec<_>>()).collect::<Vec<_>>(),
+            "host_send": results.iter().map(|(_, io)| io.host_send.iter().map(|(c, v)| serde_json::json!({"channel_id": c, "value": literal_to_json(v)})).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&j)? + "\n")
+            .map_err(|e| UserError(format!("{}: cannot write: {e}", path.display())))?;
+    }
+    Ok(Outcome::Ok)
+}
+
+fn run_one(dir: &Path, opts: &EvalOptions) -> CaseOutcome {
+    match load_case(dir) {
+        Ok(case) => run_case(&case, opts),
+        Err(e) => CaseOutcome::Error(format!("bad case: {e}")),
+    }
+}
+
+/// `systole conformance`.
+pub fn conformance(a: ConformanceArgs) -> anyhow::Result<Outcome> {
+    if a.engine != "eval" {
+        return Err(UserError(format!(
+            "engine {:?} is not supported yet by `systole conformance` (only \"eval\")",
+            a.engine
+        ))
+        .into());
+    }
+    let dirs = case_dirs(&a.dir).map_err(|e| UserError(e.to_string()))?;
+    if dirs.is_empty() {
+        return Err(UserError(format!(
+            "{}: no case folders (with case.json) found",
+            a.dir.display()
+        ))
+        .into());
+    }
+    let opts = EvalOptions::default();
+    let (mut passed, mut failed) = (0usize, 0usize);
+    let mut report = Vec::new();
+    for d in &dirs {
+        let name = d
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let out = run_one(d, &opts);
+        let (status, msg) = match &out {
+            CaseOutcome::Pass(note) => ("pass", note.clone().unwrap_or_default()),
+            CaseOutcome::Mismatch(m) => ("mismatch", m.clone()),
+            CaseOutcome::Error(e) => ("error", e.clone()),
+        };
+        if out.passed() {
+            passed += 1;
+        } else {
+            failed += 1;
+            println!("FAIL {name}: {status}: {}", msg.replace('\n', "\n    "));
+        }
+        report.push(serde_json::json!({"case": name, "status": status, "message": msg}));
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"engine": a.engine, "cases": report})
+            )?
+        );
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 {
+        Outcome::Ok
+    } else {
+        Outcome::CheckFailed
+    })
+}
