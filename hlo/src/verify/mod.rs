@@ -66,7 +66,7 @@ pub fn verify(m: &Module) -> Result<(), Error> {
         };
         purity::check(m, &mut push);
         for (ci, comp) in m.comps.iter() {
-            check_computation(&cx, comp, &mut |i, d| push(ci.index(), i, d));
+            check_computation(&cx, m, comp, &mut |i, d| push(ci.index(), i, d));
         }
     }
     if diags.is_empty() {
@@ -79,7 +79,12 @@ pub fn verify(m: &Module) -> Result<(), Error> {
 }
 
 /// Checks every instruction of `comp` in operand order; `push(instruction index, diag)`.
-fn check_computation(cx: &InferCtx, comp: &Computation, push: &mut dyn FnMut(usize, Diagnostic)) {
+fn check_computation(
+    cx: &InferCtx,
+    m: &Module,
+    comp: &Computation,
+    push: &mut dyn FnMut(usize, Diagnostic),
+) {
     let order = comp.post_order().expect("structure checked acyclic");
     let mut bad = vec![false; comp.insts.len()];
     for h in order {
@@ -90,10 +95,23 @@ fn check_computation(cx: &InferCtx, comp: &Computation, push: &mut dyn FnMut(usi
         }
         if let Err(msg) = check_instruction(cx, comp, h) {
             bad[h.index()] = true;
-            push(
-                h.index(),
-                Diagnostic::new(inst.span, format!("{} `{}`: {msg}", inst.opcode, inst.name)),
-            );
+            let mut d =
+                Diagnostic::new(inst.span, format!("{} `{}`: {msg}", inst.opcode, inst.name));
+            // Point at the computations the instruction calls: the mistake may be there.
+            for (attr, c) in structure::called_computations(&inst.attrs) {
+                let callee = &m.comps[c];
+                let at = if callee.span.is_none() {
+                    String::new()
+                } else {
+                    format!(" at {}:{}", callee.span.line, callee.span.col)
+                };
+                d = d.with_note(format!(
+                    "{attr}=`{}`{at} has signature {}",
+                    callee.name,
+                    callee.program_shape()
+                ));
+            }
+            push(h.index(), d);
         }
     }
 }
