@@ -399,6 +399,11 @@ fn deadlock_dir() -> PathBuf {
 /// Runs a deadlock example; returns the report and asserts it came fast.
 fn deadlock(file: &str, inputs: Vec<(Vec<Literal>, HostIo)>) -> String {
     let text = std::fs::read_to_string(deadlock_dir().join(file)).unwrap();
+    // The examples are valid modules: the CLI (which verifies first) must reach the deadlock.
+    let module = hlo::parse(&text).unwrap();
+    if let Err(e) = hlo::verify(&module) {
+        panic!("{file} does not verify:\n{}", e.render(file, &text));
+    }
     let t0 = Instant::now();
     let res = run_io(&text, inputs);
     let took = t0.elapsed();
