@@ -226,6 +226,32 @@ fn variadic_all_reduce_and_all_to_all_forms() {
 }
 
 #[test]
+fn async_forms_and_collective_broadcast() {
+    let m = module(
+        "async, replica_count=2",
+        "  x = f32[2] parameter(0)\n  \
+         ars = f32[2] all-reduce-start(x), replica_groups={}, to_apply=add\n  \
+         ard = f32[2] all-reduce-done(ars)\n  \
+         ags = (f32[2], f32[4]) all-gather-start(x), replica_groups={}, dimensions={0}\n  \
+         agd = f32[4] all-gather-done(ags)\n  \
+         cps = (f32[2], f32[2], u32[], u32[]) collective-permute-start(x), source_target_pairs={{0,1},{1,0}}\n  \
+         cpd = f32[2] collective-permute-done(cps)\n  \
+         cb = f32[2] collective-broadcast(x), replica_groups={{1,0}}\n  \
+         ROOT t = (f32[2], f32[4], f32[2], f32[2]) tuple(ard, agd, cpd, cb)",
+    );
+    let (a, b) = (f32v(&[2], &[1.0, 2.0]), f32v(&[2], &[10.0, 20.0]));
+    let out = run(&m, vec![vec![a.clone()], vec![b.clone()]]).unwrap();
+    let sum = f32v(&[2], &[11.0, 22.0]);
+    let cat = f32v(&[4], &[1.0, 2.0, 10.0, 20.0]);
+    // collective-broadcast: the group {1,0} is rooted at its first member, replica 1.
+    assert_eq!(
+        out[0],
+        Literal::Tuple(vec![sum.clone(), cat.clone(), b.clone(), b.clone()])
+    );
+    assert_eq!(out[1], Literal::Tuple(vec![sum, cat, a, b]));
+}
+
+#[test]
 fn replica_id_and_partition_id() {
     let m = module(
         "rid, replica_count=3",
