@@ -511,3 +511,21 @@ fn set_dimension_size_makes_dimension_dynamic() {
     assert_eq!(r.as_array().unwrap().dynamic, vec![true]);
     assert_eq!(r.to_string(), "f32[<=7]");
 }
+
+#[test]
+fn computed_result_sizes_are_bounded() {
+    // Three f32[2^37] operands (2^39 bytes each, within the limit) concatenate to 1.5 * 2^40.
+    let big = sh(F32, &[1 << 37]);
+    let a = Attrs {
+        dimensions: Some(vec![0]),
+        ..Default::default()
+    };
+    let e = inf(
+        Opcode::Concatenate,
+        &[big.clone(), big.clone(), big],
+        &a,
+        None,
+    )
+    .unwrap_err();
+    assert!(e.contains("size limit"), "{e}");
+}
