@@ -26,6 +26,7 @@ mod control;
 mod dotconv;
 mod elementwise;
 mod gather;
+mod groups;
 mod misc;
 #[cfg(test)]
 mod proptests;
@@ -33,8 +34,9 @@ mod reduce;
 mod shapeops;
 #[cfg(test)]
 mod tests;
+mod window;
 
-use crate::attrs::{Attrs, WindowDim};
+use crate::attrs::Attrs;
 use crate::ir::CompId;
 use crate::opcode::{OpClass, Opcode};
 use crate::shape::{ArrayShape, ProgramShape, Shape, UNBOUNDED};
@@ -42,6 +44,10 @@ use crate::types::ElementType;
 
 /// Result of a shape rule: the shape, or a message saying what is wrong.
 pub type InferResult<T = Shape> = Result<T, String>;
+
+pub use groups::check_replica_groups;
+pub(crate) use groups::{group_size, replica_count_usize};
+pub(crate) use window::{window_dims, window_out};
 
 /// What shape inference may need to know beyond the instruction itself.
 pub struct InferCtx<'a> {
@@ -427,139 +433,4 @@ pub(crate) fn check_reducer(
         Shape::Tuple(scalars)
     };
     check_signature(sig, &params, Some(&result), what)
-}
-
-/// Output size of one windowed dimension of size `base` (checked arithmetic): the base dilated
-/// and padded, then `(padded - dilated_window) / stride + 1`, or 0 if the window is larger.
-pub(crate) fn window_out(base: i64, w: &WindowDim, i: usize) -> InferResult<i64> {
-    if w.size <= 0 {
-        return Err(format!(
-            "window dimension {i}: size must be positive, got {}",
-            w.size
-        ));
-    }
-    if w.stride <= 0 {
-        return Err(format!(
-            "window dimension {i}: stride must be positive, got {}",
-            w.stride
-        ));
-    }
-    if w.lhs_dilate <= 0 || w.rhs_dilate <= 0 {
-        return Err(format!(
-            "window dimension {i}: dilations must be positive, got lhs_dilate={} rhs_dilate={}",
-            w.lhs_dilate, w.rhs_dilate
-        ));
-    }
-    let ovf = || format!("window dimension {i}: size arithmetic overflows");
-    let dilated_base = if base == 0 {
-        0
-    } else {
-        (base - 1)
-            .checked_mul(w.lhs_dilate)
-            .and_then(|v| v.checked_add(1))
-            .ok_or_else(ovf)?
-    };
-    let padded = dilated_base
-        .checked_add(w.pad_lo)
-        .and_then(|v| v.checked_add(w.pad_hi))
-        .ok_or_else(ovf)?;
-    if padded < 0 {
-        return Err(format!(
-            "window dimension {i}: negative padding {}/{} removes more than the {dilated_base} elements of the dilated base",
-            w.pad_lo, w.pad_hi
-        ));
-    }
-    let dilated_window = (w.size - 1)
-        .checked_mul(w.rhs_dilate)
-        .and_then(|v| v.checked_add(1))
-        .ok_or_else(ovf)?;
-    if padded < dilated_window {
-        return Ok(0);
-    }
-    Ok((padded - dilated_window) / w.stride + 1)
-}
-
-/// Output dims of a window applied to `dims` (window length must equal the rank).
-pub(crate) fn window_dims(dims: &[i64], window: &[WindowDim], what: &str) -> InferResult<Vec<i64>> {
-    if window.len() != dims.len() {
-        return Err(format!(
-            "{what}: window has {} dimensions, expected {} (the operand rank)",
-            window.len(),
-            dims.len()
-        ));
-    }
-    dims.iter()
-        .zip(window)
-        .enumerate()
-        .map(|(i, (&d, w))| window_out(d, w, i))
-        .collect()
-}
-
-/// Group size of a collective: the size of every replica group (all must be equal), or the
-/// replica count when no groups are given. Checks ids are in range and unique.
-pub(crate) fn group_size(a: &Args) -> InferResult<i64> {
-    let groups = match &a.attrs.replica_groups {
-        None => return Ok(a.cx.replica_count),
-        Some(g) => check_replica_groups(g, a.cx.replica_count)?,
-    };
-    if groups.is_empty() {
-        return Ok(a.cx.replica_count);
-    }
-    Ok(groups[0].len() as i64)
-}
-
-/// Expands and checks replica groups: ids in `[0, replica_count)`, each id in at most one
-/// group, no empty group, all groups the same size, and every replica named exactly once.
-pub fn check_replica_groups(
-    g: &crate::attrs::ReplicaGroups,
-    replica_count: i64,
-) -> InferResult<Vec<Vec<i64>>> {
-    let groups = g.expand().ok_or_else(|| {
-        "replica_groups in iota form [G,S]<=[dims]T(perm) is malformed (sizes must multiply to G*S and the transpose must be a permutation)".to_string()
-    })?;
-    if groups.is_empty() {
-        return Ok(groups);
-    }
-    let n = replica_count_usize(replica_count)?;
-    let mut seen = vec![false; n];
-    let size = groups[0].len();
-    for grp in &groups {
-        if grp.is_empty() {
-            return Err("replica_groups contains an empty group".into());
-        }
-        if grp.len() != size {
-            return Err(format!(
-                "replica_groups must all have the same size, got groups of {size} and {}",
-                grp.len()
-            ));
-        }
-        for &r in grp {
-            if r < 0 || r as u64 >= n as u64 {
-                return Err(format!(
-                    "replica id {r} in replica_groups is out of range: the module has replica_count={replica_count}"
-                ));
-            }
-            if std::mem::replace(&mut seen[r as usize], true) {
-                return Err(format!(
-                    "replica id {r} appears in more than one replica group"
-                ));
-            }
-        }
-    }
-    if let Some(missing) = seen.iter().position(|&s| !s) {
-        return Err(format!(
-            "replica_groups must name every replica exactly once; replica {missing} is missing (replica_count={replica_count})"
-        ));
-    }
-    Ok(groups)
-}
-
-/// `replica_count` as a size, checked against [`MAX_REPLICAS`].
-pub(crate) fn replica_count_usize(replica_count: i64) -> InferResult<usize> {
-    if !(1..=MAX_REPLICAS).contains(&replica_count) {
-        return Err(format!(
-            "replica_count={replica_count} must be in 1..={MAX_REPLICAS}"
-        ));
-    }
-    Ok(replica_count as usize)
 }

@@ -4,7 +4,9 @@
 //! (measured: about a quarter of the 3000 cases are accepted).
 
 use super::*;
-use crate::attrs::{ComparisonDirection, ConvDims, FftType, PadDim, ReplicaGroups, SliceDim};
+use crate::attrs::{
+    ComparisonDirection, ConvDims, FftType, PadDim, ReplicaGroups, SliceDim, WindowDim,
+};
 use proptest::prelude::*;
 
 const TYPES: &[ElementType] = &[

@@ -1,7 +1,7 @@
 //! Unit tests of shape inference on shapes and attributes directly.
 
 use super::*;
-use crate::attrs::{ComparisonDirection, ComparisonType, ConvDims, PadDim, SliceDim};
+use crate::attrs::{ComparisonDirection, ComparisonType, ConvDims, PadDim, SliceDim, WindowDim};
 use crate::types::ElementType::{Pred, F32, S32, U32, U64, U8};
 
 fn no_calls(_: CompId) -> Option<ProgramShape> {
