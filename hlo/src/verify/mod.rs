@@ -16,9 +16,10 @@
 //! 4. computations applied per element (reducers, comparators, map functions) are pure
 //!    ([`purity`]).
 //!
-//! All problems found are reported (one per instruction at most), in source order, each at
-//! the offending instruction's span (the instruction name). An instruction whose operand is
-//! itself in error is skipped, so one mistake is reported once.
+//! All problems found are reported (at most one shape problem per instruction), in source
+//! order, each at the offending instruction's span (the instruction name), with notes naming
+//! the computations it calls. An instruction whose operand is itself in error is skipped, so
+//! one mistake is reported once.
 
 mod purity;
 mod structure;
