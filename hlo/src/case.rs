@@ -554,12 +554,14 @@ fn check_array(
     e: &ArrayLiteral,
     a: &ArrayLiteral,
     path: &str,
-) -> Result<(), Mismatch> {
-    let mm = |message: String| Mismatch {
-        path: path.to_string(),
-        message,
-        count: 0,
-        worst: None,
+) -> Result<(), Box<Mismatch>> {
+    let mm = |message: String| {
+        Box::new(Mismatch {
+            path: path.to_string(),
+            message,
+            count: 0,
+            worst: None,
+        })
     };
     if e.element_type() != a.element_type() || e.dims != a.dims {
         return Err(mm(format!("expected {}, got {}", e.shape(), a.shape())));
@@ -616,7 +618,7 @@ fn check_array(
     }
     match worst {
         None => Ok(()),
-        Some((_, i, abs, rel)) => Err(Mismatch {
+        Some((_, i, abs, rel)) => Err(Box::new(Mismatch {
             path: path.to_string(),
             message: format!("{count} of {} elements differ", e.data.len()),
             count,
@@ -627,7 +629,7 @@ fn check_array(
                 abs_err: abs,
                 rel_err: rel,
             }),
-        }),
+        })),
     }
 }
 
@@ -640,25 +642,25 @@ fn check_stats(stats: Option<&Stats>, a: &ArrayLiteral) -> Result<(), String> {
     let n = v.len() as f64;
     let mean = v.iter().sum::<f64>() / n;
     let std = (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
-    if !((mean - s.mean).abs() <= s.mean_tol) {
+    if mean.is_nan() || (mean - s.mean).abs() > s.mean_tol {
         return Err(format!(
             "sample mean {mean:.5} not within {} of {}",
             s.mean_tol, s.mean
         ));
     }
-    if !((std - s.std).abs() <= s.std_tol) {
+    if std.is_nan() || (std - s.std).abs() > s.std_tol {
         return Err(format!(
             "sample std {std:.5} not within {} of {}",
             s.std_tol, s.std
         ));
     }
     if let Some(lo) = s.min {
-        if let Some(x) = v.iter().find(|&&x| !(x >= lo)) {
+        if let Some(x) = v.iter().find(|&&x| x.is_nan() || x < lo) {
             return Err(format!("value {x} below the minimum {lo}"));
         }
     }
     if let Some(hi) = s.max_exclusive {
-        if let Some(x) = v.iter().find(|&&x| !(x < hi)) {
+        if let Some(x) = v.iter().find(|&&x| x.is_nan() || x >= hi) {
             return Err(format!("value {x} not below the exclusive maximum {hi}"));
         }
     }
@@ -672,7 +674,7 @@ fn check_at(
     e: &Literal,
     a: &Literal,
     path: &str,
-) -> Result<(), Mismatch> {
+) -> Result<(), Box<Mismatch>> {
     match (e, a) {
         (Literal::Array(x), Literal::Array(y)) => check_array(check, tol, stats, x, y, path),
         (Literal::Tuple(x), Literal::Tuple(y)) if x.len() == y.len() => {
@@ -682,12 +684,12 @@ fn check_at(
             Ok(())
         }
         (Literal::Token, Literal::Token) => Ok(()),
-        _ => Err(Mismatch {
+        _ => Err(Box::new(Mismatch {
             path: path.to_string(),
             message: format!("expected {}, got {}", e.shape(), a.shape()),
             count: 0,
             worst: None,
-        }),
+        })),
     }
 }
 
@@ -698,7 +700,7 @@ pub fn check_value(
     stats: Option<&Stats>,
     expected: &Literal,
     actual: &Literal,
-) -> Result<(), Mismatch> {
+) -> Result<(), Box<Mismatch>> {
     check_at(check, tol, stats, expected, actual, "")
 }
 

@@ -67,7 +67,7 @@ proptest! {
         let n: usize = dims.iter().product();
         let x = s32s(&dims, (0..n as i32).map(|v| v * 7 - 3).collect());
         // Flatten, then reshape to [split', n/split'] when it divides, then back.
-        let mid = if n % split == 0 { vec![split, n / split] } else { vec![n] };
+        let mid = if n.is_multiple_of(split) { vec![split, n / split] } else { vec![n] };
         let text = format!(
             "HloModule r\nENTRY e {{\n  x = {} parameter(0)\n  f = {} reshape(x)\n  m = {} reshape(f)\n  ROOT b = {} reshape(m)\n}}\n",
             shape(&dims), shape(&[n]), shape(&mid), shape(&dims));

@@ -84,7 +84,7 @@ fn compare_list(
     }
     for (i, (e, a)) in exp.iter().zip(got).enumerate() {
         check_value(check, case.tolerance, case.stats.as_ref(), e, a)
-            .map_err(|m: Mismatch| format!("replica {r} {what}[{i}]: {m}"))?;
+            .map_err(|m: Box<Mismatch>| format!("replica {r} {what}[{i}]: {m}"))?;
     }
     Ok(())
 }

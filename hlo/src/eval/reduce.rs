@@ -35,7 +35,7 @@ pub fn split_result(r: Literal, n: usize) -> EResult<Vec<ArrayLiteral>> {
 
 /// `reduce(x1..xN, init1..initN), dimensions={...}, to_apply=f`.
 pub fn reduce(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    if ops.len() % 2 != 0 || ops.is_empty() {
+    if !ops.len().is_multiple_of(2) || ops.is_empty() {
         return Err(EvalError::invalid(
             "reduce needs N inputs and N init values",
         ));

@@ -117,7 +117,7 @@ fn targets(
 
 /// `scatter(operands..., indices, updates...), to_apply=f, ...`.
 pub fn scatter(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    if ops.len() < 3 || ops.len() % 2 == 0 {
+    if ops.len() < 3 || ops.len().is_multiple_of(2) {
         return Err(EvalError::invalid(
             "scatter needs N operands, indices and N updates",
         ));

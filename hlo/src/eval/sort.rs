@@ -88,7 +88,7 @@ pub fn sort(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<L
     let total = first.data.len();
     let mut perm = vec![0usize; total];
     // Every slice: the flat offsets of its elements.
-    let outer = if len == 0 { 0 } else { total / len };
+    let outer = total.checked_div(len).unwrap_or(0);
     let mut slice_idx = vec![0usize; len];
     for s in 0..outer {
         // Decompose `s` over all dims except `d` (row-major).
@@ -169,7 +169,7 @@ pub fn top_k(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
         .filter(|&k| k <= n)
         .ok_or_else(|| EvalError::invalid(format!("k={k} for {n} elements")))?;
     let key = keys(&a.data)?;
-    let rows = if n == 0 { 0 } else { a.data.len() / n };
+    let rows = a.data.len().checked_div(n).unwrap_or(0);
     let (mut vi, mut ii) = (Vec::with_capacity(rows * k), Vec::with_capacity(rows * k));
     for r in 0..rows {
         let row = &key[r * n..(r + 1) * n];

@@ -117,7 +117,7 @@ fn comp(c: Option<CompId>, what: &str) -> EResult<CompId> {
 
 /// `reduce-window(x1..xN, init1..initN), window={...}, to_apply=f`.
 pub fn reduce_window(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    if ops.is_empty() || ops.len() % 2 != 0 {
+    if ops.is_empty() || !ops.len().is_multiple_of(2) {
         return Err(EvalError::invalid(
             "reduce-window needs N inputs and N init values",
         ));
