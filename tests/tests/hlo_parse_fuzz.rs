@@ -194,7 +194,7 @@ fn check(text: &str) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 20_000, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn mutated_modules_never_panic(which in any::<usize>(), muts in prop::collection::vec(mutation(), 1..6)) {

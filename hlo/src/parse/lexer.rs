@@ -28,6 +28,8 @@ pub struct Cursor<'a> {
     pub pos: usize,
     /// Incremental line tracking for spans of successive positions: (offset, line, line start).
     line_cache: (usize, u32, usize),
+    /// Reused bracket stack of [`Cursor::raw_value`].
+    raw_stack: Vec<u8>,
 }
 
 #[inline]
@@ -47,6 +49,7 @@ impl<'a> Cursor<'a> {
             src: text.as_bytes(),
             pos: 0,
             line_cache: (0, 1, 0),
+            raw_stack: Vec::new(),
         }
     }
 
@@ -183,6 +186,16 @@ impl<'a> Cursor<'a> {
             Ok(())
         } else {
             self.expected(what)
+        }
+    }
+
+    /// Like [`Cursor::expect`], building the description only on failure.
+    #[inline]
+    pub fn expect_with(&mut self, b: u8, what: impl FnOnce() -> String) -> PResult<()> {
+        if self.eat(b)? {
+            Ok(())
+        } else {
+            self.expected(&what())
         }
     }
 
@@ -380,7 +393,21 @@ impl<'a> Cursor<'a> {
     pub fn raw_value(&mut self, what: &str) -> PResult<&'a str> {
         self.skip_ws()?;
         let start = self.pos;
-        let mut stack: Vec<u8> = Vec::new();
+        let mut stack = std::mem::take(&mut self.raw_stack);
+        stack.clear();
+        let r = self.raw_scan(&mut stack, what);
+        self.raw_stack = stack;
+        let p = r?;
+        let s = self.text[start..p].trim_end();
+        if s.is_empty() {
+            return self.expected(what);
+        }
+        self.pos = start + s.len();
+        Ok(s)
+    }
+
+    /// Scans a verbatim value from the cursor; returns its end offset.
+    fn raw_scan(&self, stack: &mut Vec<u8>, what: &str) -> PResult<usize> {
         let mut p = self.pos;
         while let Some(&b) = self.src.get(p) {
             match b {
@@ -431,12 +458,7 @@ impl<'a> Cursor<'a> {
                 ),
             );
         }
-        let s = self.text[start..p].trim_end();
-        if s.is_empty() {
-            return self.expected(what);
-        }
-        self.pos = start + s.len();
-        Ok(s)
+        Ok(p)
     }
 }
 

@@ -69,14 +69,13 @@ impl<'a> Cursor<'a> {
                 let mut out = Vec::with_capacity(elems.len().min(1024));
                 for (i, s) in elems.iter().enumerate() {
                     if i > 0 {
-                        self.expect(
-                            b',',
-                            &format!("',' and tuple element {i} of {}", elems.len()),
-                        )?;
+                        self.expect_with(b',', || {
+                            format!("',' and tuple element {i} of {}", elems.len())
+                        })?;
                     }
                     out.push(self.literal_at_depth(s, depth + 1)?);
                 }
-                self.expect(b')', &format!("')' after {} tuple elements", elems.len()))?;
+                self.expect_with(b')', || format!("')' after {} tuple elements", elems.len()))?;
                 Ok(Literal::Tuple(out))
             }
             Shape::Array(a) => Ok(Literal::Array(self.array_literal(a)?)),
@@ -113,7 +112,7 @@ impl<'a> Cursor<'a> {
 
     /// `{ ... }` for dimension `d` (the cursor is on `{`).
     fn nested(&mut self, a: &ArrayShape, d: usize, data: &mut ArrayData) -> PResult<()> {
-        self.expect(b'{', &format!("'{{' for dimension {d}"))?;
+        self.expect_with(b'{', || format!("'{{' for dimension {d}"))?;
         let want = a.dims[d];
         let mut seen: i64 = 0;
         let last = d + 1 == a.rank();
@@ -126,6 +125,9 @@ impl<'a> Cursor<'a> {
                         item_at,
                         format!("too many entries in dimension {d} of {a}: expected {want}"),
                     );
+                }
+                if self.src[self.pos..].starts_with(b"...") {
+                    return self.err_at(item_at, "not supported yet: elided constant values '...' (print the module with large constants)");
                 }
                 if last {
                     self.element(data)?;
@@ -252,5 +254,6 @@ mod tests {
         assert!(lit("{1, 2}", "f32[]").is_err());
         assert!(lit("300", "u8[]").unwrap_err().contains("out of range"));
         assert!(lit("1", "c64[]").is_err());
+        assert!(lit("{...}", "f32[9]").unwrap_err().contains("elided"));
     }
 }

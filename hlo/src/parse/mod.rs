@@ -151,7 +151,7 @@ impl<'a> Parser<'a> {
                     .err_at(at, format!("module attribute '{key}' given twice"));
             }
             seen.push(key);
-            self.c.expect(b'=', &format!("'=' after '{key}'"))?;
+            self.c.expect_with(b'=', || format!("'=' after '{key}'"))?;
             match key {
                 "entry_computation_layout" => {
                     self.c
@@ -354,7 +354,7 @@ impl<'a> Parser<'a> {
         let name = self.c.name("an instruction name (or 'ROOT' or '}')")?;
         let span = self.c.span_at(at);
         self.c
-            .expect(b'=', &format!("'=' after instruction name '{name}'"))?;
+            .expect_with(b'=', || format!("'=' after instruction name '{name}'"))?;
         let shape = self.c.shape()?;
         self.c.skip_ws()?;
         let op_at = self.c.pos;
@@ -365,7 +365,7 @@ impl<'a> Parser<'a> {
         let mut ctx = InstCtx::new(opcode);
         let mut operands = Vec::new();
         self.c
-            .expect(b'(', &format!("'(' after opcode '{op_name}'"))?;
+            .expect_with(b'(', || format!("'(' after opcode '{op_name}'"))?;
         match opcode {
             Opcode::Constant => {
                 let lit = self.c.literal(&shape)?;
@@ -426,7 +426,7 @@ impl<'a> Parser<'a> {
             }
             seen.push(key);
             self.c
-                .expect(b'=', &format!("'=' after attribute '{key}'"))?;
+                .expect_with(b'=', || format!("'=' after attribute '{key}'"))?;
             if let Some(def) = attrs::lookup(key) {
                 (def.parse)(&mut self.c, ctx)?;
             } else if VERBATIM_KEYS.contains(&key) {

@@ -437,7 +437,7 @@ impl<'a> Cursor<'a> {
 
     /// A `{name, name}` list of names with their offsets.
     pub fn name_list(&mut self, what: &str) -> PResult<Vec<(&'a str, usize)>> {
-        self.expect(b'{', &format!("'{{' to start the {what} list"))?;
+        self.expect_with(b'{', || format!("'{{' to start the {what} list"))?;
         let mut v = Vec::new();
         if self.eat(b'}')? {
             return Ok(v);
@@ -449,7 +449,7 @@ impl<'a> Cursor<'a> {
             if self.eat(b'}')? {
                 return Ok(v);
             }
-            self.expect(b',', &format!("',' or '}}' in the {what} list"))?;
+            self.expect_with(b',', || format!("',' or '}}' in the {what} list"))?;
         }
     }
 }
