@@ -79,13 +79,16 @@ struct PendingInst<'a> {
     comp_refs: Vec<(CompSlot, Vec<(&'a str, usize)>)>,
 }
 
+/// A computation reference to resolve: computation, instruction, slot, names with offsets.
+type PendingCompRef<'a> = (CompId, InstId, CompSlot, Vec<(&'a str, usize)>);
+
 struct Parser<'a> {
     c: Cursor<'a>,
     comps: Arena<Computation>,
     comp_names: NameMap<'a, CompId>,
     inst_names: NameMap<'a, ()>,
     /// Computation references to resolve: computation, instruction, slot, names.
-    comp_refs: Vec<(CompId, InstId, CompSlot, Vec<(&'a str, usize)>)>,
+    comp_refs: Vec<PendingCompRef<'a>>,
     entry: Option<CompId>,
     sections: Vec<&'a str>,
 }
@@ -198,9 +201,8 @@ impl<'a> Parser<'a> {
                 q += 1;
             }
             let line = self.c.text[line_start.min(src.len())..q].trim();
-            let is_section = line.is_empty()
-                || line.as_bytes()[0].is_ascii_digit()
-                || SECTIONS.iter().any(|s| line == *s);
+            let is_section =
+                line.is_empty() || line.as_bytes()[0].is_ascii_digit() || SECTIONS.contains(&line);
             if !is_section {
                 break;
             }
