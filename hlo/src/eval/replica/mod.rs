@@ -61,39 +61,54 @@ pub fn run_replicas(
     let hub = Hub::new(n);
     let pairs = rt::channel_pairs(module, n);
     let evaluator = Evaluator::new(module).with_options(opts.clone());
-    let results: Vec<std::thread::Result<(EResult<crate::literal::Literal>, HostIo)>> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = replicas
-                .into_iter()
-                .enumerate()
-                .map(|(me, input)| {
-                    let (hub, pairs, evaluator) = (&hub, &pairs, &evaluator);
-                    std::thread::Builder::new()
-                        .name(format!("replica-{me}"))
-                        .stack_size(REPLICA_STACK_BYTES)
-                        .spawn_scoped(scope, move || {
-                            // Marks the replica failed if the interpreter panics (a bug), so the
-                            // others do not wait for it forever.
-                            let guard = FailOnUnwind {
-                                hub,
-                                me,
-                                armed: true,
-                            };
-                            let mut rt = ReplicaRuntime::new(me, n, hub, pairs, input.io);
-                            let res = evaluator.run(&input.args, &mut rt);
-                            let mut guard = guard;
-                            guard.armed = false;
-                            match &res {
-                                Ok(_) => hub.finish(me),
-                                Err(_) => hub.fail(me),
-                            }
-                            (res, rt.io)
-                        })
-                })
-                .collect::<Result<_, _>>()
-                .map_err(|e| EvalError::limit(format!("cannot start a replica thread: {e}")))?;
-            Ok::<_, EvalError>(handles.into_iter().map(|h| h.join()).collect())
-        })?;
+    type Joined = std::thread::Result<(EResult<crate::literal::Literal>, HostIo)>;
+    let results: Vec<Joined> = std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(n);
+        let mut spawn_error = None;
+        for (me, input) in replicas.into_iter().enumerate() {
+            if spawn_error.is_some() {
+                // Never started: make everyone waiting for it stop instead of hanging.
+                hub.fail(me);
+                continue;
+            }
+            let (hub, pairs, evaluator) = (&hub, &pairs, &evaluator);
+            let spawned = std::thread::Builder::new()
+                .name(format!("replica-{me}"))
+                .stack_size(REPLICA_STACK_BYTES)
+                .spawn_scoped(scope, move || {
+                    // Marks the replica failed if the interpreter panics (a bug), so the others
+                    // do not wait for it forever.
+                    let mut guard = FailOnUnwind {
+                        hub,
+                        me,
+                        armed: true,
+                    };
+                    let mut rt = ReplicaRuntime::new(me, n, hub, pairs, input.io);
+                    let res = evaluator.run(&input.args, &mut rt);
+                    guard.armed = false;
+                    match &res {
+                        Ok(_) => hub.finish(me),
+                        Err(_) => hub.fail(me),
+                    }
+                    (res, rt.io)
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    hub.fail(me);
+                    spawn_error = Some(e);
+                }
+            }
+        }
+        let joined: Vec<Joined> = handles.into_iter().map(|h| h.join()).collect();
+        match spawn_error {
+            Some(e) => Err(EvalError::limit(format!(
+                "cannot start replica thread {}: {e}",
+                joined.len()
+            ))),
+            None => Ok(joined),
+        }
+    })?;
     if let Some(report) = hub.deadlock_report() {
         return Err(EvalError::Deadlock(report));
     }
