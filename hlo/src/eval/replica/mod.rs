@@ -36,6 +36,9 @@ use hub::Hub;
 /// Stack of each replica thread: nested calls and loops recurse in the interpreter.
 const REPLICA_STACK_BYTES: usize = 64 << 20;
 
+/// Most replicas one run starts (one OS thread each).
+pub const MAX_REPLICAS: usize = 4096;
+
 /// Runs `module` on `replicas.len()` replicas concurrently; one input and one output per
 /// replica, in replica order. Works for one replica too (then it differs from
 /// [`crate::eval::evaluate`] only in reporting waits as deadlocks with the per-replica report).
@@ -49,6 +52,11 @@ pub fn run_replicas(
         return Err(EvalError::bad_input(
             "run_replicas needs at least one replica",
         ));
+    }
+    if n > MAX_REPLICAS {
+        return Err(EvalError::limit(format!(
+            "{n} replicas requested; the evaluator runs at most {MAX_REPLICAS} (one thread each)"
+        )));
     }
     if let Some(c) = module.config.replica_count {
         if c != n as i64 {
