@@ -243,8 +243,9 @@ pub struct Module {
     pub comps: Arena<Computation>,
     pub entry: CompId,
     pub config: ModuleConfig,
-    /// Trailing sections after the computations (`FileNames`, `FunctionNames`,
-    /// `FileLocations`, `StackFrames`), verbatim.
+    /// The debug-info sections (`FileNames`, `FunctionNames`, `FileLocations`, `StackFrames`),
+    /// verbatim. XLA prints them after the header; the parser accepts them there or after the
+    /// computations, and the printer writes them after the header.
     pub trailer: Option<String>,
 }
 

@@ -20,13 +20,21 @@ use crate::attrs::Attrs;
 use crate::opcode::Opcode;
 use crate::shape::{ArrayShape, Shape};
 
-/// The result dimensions of broadcasting `lhs` with `rhs` under `broadcast_dimensions`, and
-/// for each operand the result dimension each of its dimensions maps to.
+/// The outcome of broadcasting two operands: the result dimensions and, per operand, the
+/// result dimension each of its dimensions maps to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BroadcastPlan {
+    pub out: Vec<i64>,
+    pub lhs_map: Vec<i64>,
+    pub rhs_map: Vec<i64>,
+}
+
+/// Broadcasts `lhs` with `rhs` under `broadcast_dimensions` (see the module docs).
 pub fn broadcast_shapes(
     lhs: &[i64],
     rhs: &[i64],
     broadcast_dimensions: &[i64],
-) -> Result<(Vec<i64>, Vec<i64>, Vec<i64>), String> {
+) -> Result<BroadcastPlan, String> {
     let show = |d: &[i64]| format!("{d:?}");
     if lhs.len() == rhs.len() {
         let identity: Vec<i64> = (0..lhs.len() as i64).collect();
@@ -47,7 +55,11 @@ pub fn broadcast_shapes(
                 )
             })?);
         }
-        return Ok((out, identity.clone(), identity));
+        return Ok(BroadcastPlan {
+            out,
+            lhs_map: identity.clone(),
+            rhs_map: identity,
+        });
     }
     let lhs_is_lower = lhs.len() < rhs.len();
     let (lo, hi) = if lhs_is_lower { (lhs, rhs) } else { (rhs, lhs) };
@@ -106,10 +118,15 @@ pub fn broadcast_shapes(
         })?;
     }
     let identity: Vec<i64> = (0..hi.len() as i64).collect();
-    Ok(if lhs_is_lower {
-        (out, map, identity)
+    let (lhs_map, rhs_map) = if lhs_is_lower {
+        (map, identity)
     } else {
-        (out, identity, map)
+        (identity, map)
+    };
+    Ok(BroadcastPlan {
+        out,
+        lhs_map,
+        rhs_map,
     })
 }
 
@@ -163,10 +180,10 @@ impl XlaBuilder {
             self.array_shape(lhs, opcode.name())?,
             self.array_shape(rhs, opcode.name())?,
         );
-        let (out, lmap, rmap) = broadcast_shapes(&l.dims, &r.dims, broadcast_dimensions)
+        let plan = broadcast_shapes(&l.dims, &r.dims, broadcast_dimensions)
             .map_err(|m| err(format!("{opcode}: {m}")))?;
-        let lhs = self.broadcast_to(lhs, &lmap, &out)?;
-        let rhs = self.broadcast_to(rhs, &rmap, &out)?;
+        let lhs = self.broadcast_to(lhs, &plan.lhs_map, &plan.out)?;
+        let rhs = self.broadcast_to(rhs, &plan.rhs_map, &plan.out)?;
         self.add_instruction(opcode, &[lhs, rhs], Attrs::default(), None)
     }
 }
@@ -176,7 +193,7 @@ mod tests {
     use super::broadcast_shapes;
 
     fn out(l: &[i64], r: &[i64], bd: &[i64]) -> Result<Vec<i64>, String> {
-        broadcast_shapes(l, r, bd).map(|x| x.0)
+        broadcast_shapes(l, r, bd).map(|p| p.out)
     }
 
     #[test]

@@ -99,10 +99,10 @@ impl XlaBuilder {
             self.array_shape(lhs, "compare")?,
             self.array_shape(rhs, "compare")?,
         );
-        let (out, lmap, rmap) = super::broadcast_shapes(&l.dims, &r.dims, broadcast_dimensions)
+        let plan = super::broadcast_shapes(&l.dims, &r.dims, broadcast_dimensions)
             .map_err(|m| super::err(format!("compare: {m}")))?;
-        let lhs = self.broadcast_to(lhs, &lmap, &out)?;
-        let rhs = self.broadcast_to(rhs, &rmap, &out)?;
+        let lhs = self.broadcast_to(lhs, &plan.lhs_map, &plan.out)?;
+        let rhs = self.broadcast_to(rhs, &plan.rhs_map, &plan.out)?;
         let attrs = Attrs {
             direction: Some(direction),
             comparison_type: ty,

@@ -18,7 +18,7 @@ mod movement;
 mod nn;
 mod side_effects;
 
-pub use broadcast::broadcast_shapes;
+pub use broadcast::{broadcast_shapes, BroadcastPlan};
 pub use movement::{GatherDimensionNumbers, ScatterDimensionNumbers};
 pub use nn::{make_padding, DotDimensionNumbers, Padding};
 
