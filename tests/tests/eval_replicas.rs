@@ -267,10 +267,10 @@ fn replica_id_and_partition_id() {
 #[test]
 fn reduction_folds_left_in_group_order() {
     // subtract is not associative: the documented order ((x_g0 - x_g1) - x_g2) is visible.
-    let m = format!(
-        "HloModule sub, replica_count=4\n\nsub {{\n  s.a = f32[] parameter(0)\n  s.b = f32[] parameter(1)\n  \
-         ROOT s.d = f32[] subtract(s.a, s.b)\n}}\n\nENTRY main {{\n  x = f32[1] parameter(0)\n  \
-         ROOT r = f32[1] all-reduce(x), replica_groups={{{{3,1,0}},{{2}}}}, to_apply=sub\n}}\n"
+    let m = String::from(
+        "HloModule sub, replica_count=4\n\nsub {\n  s.a = f32[] parameter(0)\n  s.b = f32[] parameter(1)\n  \
+         ROOT s.d = f32[] subtract(s.a, s.b)\n}\n\nENTRY main {\n  x = f32[1] parameter(0)\n  \
+         ROOT r = f32[1] all-reduce(x), replica_groups={{3,1,0},{2}}, to_apply=sub\n}\n"
     );
     let ins: Vec<Vec<Literal>> = [1.0f32, 10.0, 100.0, 1000.0]
         .iter()
