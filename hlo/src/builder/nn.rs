@@ -414,16 +414,11 @@ impl XlaBuilder {
         epsilon: f32,
         feature_index: i64,
     ) -> BResult<XlaOp> {
-        let attrs = Attrs {
-            epsilon: Some(epsilon),
-            feature_index: Some(feature_index),
-            ..Default::default()
-        };
-        self.add_instruction(
+        self.batch_norm(
             Opcode::BatchNormTraining,
             &[operand, scale, offset],
-            attrs,
-            None,
+            epsilon,
+            feature_index,
         )
     }
 
@@ -439,16 +434,11 @@ impl XlaBuilder {
         epsilon: f32,
         feature_index: i64,
     ) -> BResult<XlaOp> {
-        let attrs = Attrs {
-            epsilon: Some(epsilon),
-            feature_index: Some(feature_index),
-            ..Default::default()
-        };
-        self.add_instruction(
+        self.batch_norm(
             Opcode::BatchNormInference,
             &[operand, scale, offset, mean, variance],
-            attrs,
-            None,
+            epsilon,
+            feature_index,
         )
     }
 
@@ -465,16 +455,26 @@ impl XlaBuilder {
         epsilon: f32,
         feature_index: i64,
     ) -> BResult<XlaOp> {
+        self.batch_norm(
+            Opcode::BatchNormGrad,
+            &[operand, scale, mean, variance, grad_output],
+            epsilon,
+            feature_index,
+        )
+    }
+
+    fn batch_norm(
+        &mut self,
+        opcode: Opcode,
+        operands: &[XlaOp],
+        epsilon: f32,
+        feature_index: i64,
+    ) -> BResult<XlaOp> {
         let attrs = Attrs {
             epsilon: Some(epsilon),
             feature_index: Some(feature_index),
             ..Default::default()
         };
-        self.add_instruction(
-            Opcode::BatchNormGrad,
-            &[operand, scale, mean, variance, grad_output],
-            attrs,
-            None,
-        )
+        self.add_instruction(opcode, operands, attrs, None)
     }
 }
