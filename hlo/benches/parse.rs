@@ -22,7 +22,7 @@ fn generate(min_bytes: usize) -> String {
         let mut prev = format!("param_0.{c}");
         for i in 0..1000 {
             let name = format!("v{c}.{i}");
-            let meta = format!("metadata={{op_name=\"jit(f)/jit(main)/op_{i}\" source_file=\"/home/user/model.py\" source_line={i}}}");
+            let meta = format!("metadata={{op_name=\"jit(f)/jit(main)/op_{i}\" source_file=\"model.py\" source_line={i}}}");
             match i % 5 {
                 0 => {
                     let _ = writeln!(
