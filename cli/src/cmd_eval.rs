@@ -47,7 +47,7 @@ pub struct ConformanceArgs {
 }
 
 /// A small deterministic generator (SplitMix64).
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
     fn next(&mut self) -> u64 {
@@ -63,7 +63,7 @@ impl SplitMix {
     }
 }
 
-fn random_literal(shape: &Shape, g: &mut SplitMix) -> anyhow::Result<Literal> {
+pub(crate) fn random_literal(shape: &Shape, g: &mut SplitMix) -> anyhow::Result<Literal> {
     Ok(match shape {
         Shape::Tuple(t) => Literal::Tuple(
             t.iter()

@@ -8,6 +8,7 @@ mod cmd_eval;
 mod cmd_hlo;
 mod cmd_isa;
 mod cmd_rtl;
+mod cmd_run;
 mod cmd_sim;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +43,10 @@ enum Command {
     Eval(cmd_eval::EvalArgs),
     /// Run every case folder of a conformance corpus; last line "N passed, M failed".
     Conformance(cmd_eval::ConformanceArgs),
+    /// Compile an HLO module for a chip: `compile FILE.hlo --arch A [-o PROG.bin] [--asm PROG.s]`.
+    Compile(cmd_run::CompileArgs),
+    /// Compile an HLO module and run it on the simulated chip, checking its outputs against the evaluator.
+    Run(cmd_run::RunArgs),
     /// Run a program on the simulator: `sim PROG.s|PROG.bin --arch A [--timing-only] [--trace T.json] [--stats]`.
     Sim(cmd_sim::SimArgs),
 }
@@ -82,6 +87,8 @@ fn main() -> ExitCode {
         Command::Arch(a) => cmd_arch::run(a),
         Command::Rtl(a) => cmd_rtl::run(a),
         Command::Sim(a) => cmd_sim::run(a),
+        Command::Compile(a) => cmd_run::compile(a),
+        Command::Run(a) => cmd_run::run(a),
         Command::Eval(a) => cmd_eval::eval(a),
         Command::Conformance(a) => cmd_eval::conformance(a),
     };

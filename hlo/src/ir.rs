@@ -103,6 +103,9 @@ impl<T> Arena<T> {
     pub fn handles(&self) -> impl DoubleEndedIterator<Item = Handle<T>> + ExactSizeIterator {
         (0..self.items.len()).map(Handle::new)
     }
+    pub fn values_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.items.iter_mut()
+    }
     pub fn values(&self) -> std::slice::Iter<'_, T> {
         self.items.iter()
     }

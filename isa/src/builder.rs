@@ -59,6 +59,11 @@ impl Builder {
         self.pc() - 1
     }
 
+    /// The instruction at `pc` (already emitted), to attach a `signal=` to it later.
+    pub fn inst_mut(&mut self, pc: u32) -> Option<&mut Inst> {
+        self.prog.code.get_mut(pc as usize)
+    }
+
     /// Appends a branch whose target operand is replaced by `l`'s index at `finish`.
     pub fn emit_branch(&mut self, i: Inst, l: Label) -> u32 {
         let mut has_target = false;

@@ -241,6 +241,28 @@ macro_rules! define_isa {
                 (wait, signal)
             }
 
+            /// Sets the `signal=` (`which = "signal"`) or `wait=` (`"wait"`) semaphore of a unit
+            /// instruction; returns false if the instruction has no such operand.
+            pub fn set_sync(&mut self, which: &str, sem: Option<Sem>) -> bool {
+                let mut found = false;
+                #[allow(unused_variables)]
+                match self {
+                    $(
+                        Inst::$name { $($kf,)* .. } => {
+                            $(
+                                if stringify!($kf) == which {
+                                    Operand::visit_opt_sem($kf, &mut |s| {
+                                        *s = sem;
+                                        found = true;
+                                    });
+                                }
+                            )*
+                        }
+                    )*
+                }
+                found
+            }
+
             /// Calls `f` on every branch target operand.
             pub fn for_each_target(&mut self, f: &mut dyn FnMut(&mut Target)) {
                 #[allow(unused_variables)]

@@ -148,6 +148,19 @@ impl System {
         self.chips.get(chip).map(|c| &c.hbm)
     }
 
+    /// Writes `bytes` into a chip's HBM before the run (a compiled program's inputs: the
+    /// compiler's I/O map says where each parameter lives). Data segments of the program are
+    /// written at the start of the run, after these bytes.
+    pub fn write_hbm(&mut self, chip: usize, addr: u64, bytes: &[u8]) -> Result<(), SimError> {
+        let ch = self
+            .chips
+            .get_mut(chip)
+            .ok_or_else(|| SimError::Input(format!("no chip {chip}")))?;
+        ch.hbm
+            .write(addr, bytes)
+            .map_err(|e| SimError::Input(format!("input: {e}")))
+    }
+
     /// VMEM of a core.
     pub fn vmem(&self, chip: usize, core: usize) -> Option<&Memory> {
         self.core(chip, core).map(|c| &c.vmem)

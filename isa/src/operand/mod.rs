@@ -93,6 +93,9 @@ pub trait Operand: Sized + Copy {
     }
     /// Visits branch targets (for label resolution and relocation).
     fn visit_target(&mut self, _f: &mut dyn FnMut(&mut Target)) {}
+    /// Visits an optional semaphore operand (`wait=` / `signal=`), for a compiler that
+    /// attaches a signal to an instruction it emitted earlier.
+    fn visit_opt_sem(&mut self, _f: &mut dyn FnMut(&mut Option<Sem>)) {}
     /// Random valid values of `bits` bits whose element types satisfy `tc`.
     #[cfg(any(test, feature = "arbitrary"))]
     fn strategy(bits: u32, tc: TypeClass) -> proptest::strategy::BoxedStrategy<Self>;
@@ -340,6 +343,9 @@ impl Operand for Option<Sem> {
     }
     fn as_opt_sem(&self) -> Option<Option<Sem>> {
         Some(*self)
+    }
+    fn visit_opt_sem(&mut self, f: &mut dyn FnMut(&mut Option<Sem>)) {
+        f(self)
     }
     #[cfg(any(test, feature = "arbitrary"))]
     fn strategy(bits: u32, tc: TypeClass) -> proptest::strategy::BoxedStrategy<Self> {

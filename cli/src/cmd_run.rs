@@ -1,0 +1,431 @@
+//! `systole compile FILE.hlo --arch A [-o PROG.bin] [--asm PROG.s]` and
+//! `systole run FILE.hlo --arch A [--inputs CASE.json | --random SEED] [--timing-only]
+//! [--report REPORT.json]`: the HLO module compiled for the chip and simulated on it.
+//!
+//! `run` loads the inputs into HBM where the compiler's I/O map says, simulates, reads the
+//! result back, and (in functional runs) compares it with the reference evaluator: against the
+//! case's expected outputs and tolerance when `--inputs` is a case with outputs, else against
+//! the evaluator within `--rtol`/`--atol`. Exit codes: 0 ok; 1 outputs differ, the program
+//! deadlocked or ran out of cycles; 2 bad input or an op the compiler cannot lower yet
+//! ("not supported on chip yet: ... at FILE:LINE:COL").
+
+use crate::cmd_eval::{random_literal, SplitMix};
+use crate::cmd_hlo::{load_verified, read_source};
+use crate::{Outcome, UserError};
+use clap::Args;
+use compiler::{CompileOptions, Compiled};
+use hlo::case::{check_value, parse_case, Check, Tolerance};
+use hlo::Literal;
+use sim::trace::{TraceEvent, TraceSink};
+use sim::{SimError, SimOptions, System};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+fn user(msg: String) -> anyhow::Error {
+    anyhow::Error::new(UserError(msg))
+}
+
+/// Options shared by `compile` and `run`.
+#[derive(Args, Clone)]
+pub struct TargetArgs {
+    /// HLO text file.
+    pub file: PathBuf,
+    /// Architecture preset or JSON file.
+    #[arg(long, default_value = "tpu-v4")]
+    pub arch: String,
+    /// Override an arch field, e.g. `--set mxu.rows=64` (repeatable).
+    #[arg(long = "set", value_name = "K=V")]
+    pub sets: Vec<String>,
+    /// At least this many bf16 passes per f32 dot: 1 (TPU DEFAULT), 3 (HIGH) or 6 (HIGHEST,
+    /// close to f32 accuracy). The module's precision_config may ask for more.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=6))]
+    pub f32_dot_passes: u32,
+}
+
+/// `systole compile`.
+#[derive(Args)]
+pub struct CompileArgs {
+    #[command(flatten)]
+    t: TargetArgs,
+    /// Write the program file.
+    #[arg(short = 'o', value_name = "PROG.bin")]
+    out: Option<PathBuf>,
+    /// Write the program as assembly text.
+    #[arg(long, value_name = "PROG.s")]
+    asm: Option<PathBuf>,
+}
+
+/// `systole run`.
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    t: TargetArgs,
+    /// Arguments from a case.json or case folder (its first replica's inputs).
+    #[arg(long, conflicts_with = "random")]
+    inputs: Option<PathBuf>,
+    /// Random arguments from this seed (default 0), as `systole eval` makes them.
+    #[arg(long)]
+    random: Option<u64>,
+    /// Timing only: no data moves, no outputs, no comparison (faster).
+    #[arg(long)]
+    timing_only: bool,
+    /// Relative tolerance of the comparison with the evaluator (when the case has none).
+    #[arg(long, default_value_t = 2e-2)]
+    rtol: f64,
+    /// Absolute tolerance of the comparison with the evaluator (when the case has none).
+    #[arg(long, default_value_t = 1e-3)]
+    atol: f64,
+    /// Write a JSON report (cycles, seconds, flops, utilization, per-HLO-op table).
+    #[arg(long, value_name = "REPORT.json")]
+    report: Option<PathBuf>,
+    /// Stop (exit 1) if the program has not halted by this cycle.
+    #[arg(long, default_value_t = 1u64 << 40)]
+    max_cycles: u64,
+    /// Print every output element (default: a summary of large outputs).
+    #[arg(long)]
+    full: bool,
+}
+
+/// Parses, verifies and compiles; errors rendered as FILE:LINE:COL.
+pub fn compile_file(
+    t: &TargetArgs,
+) -> anyhow::Result<(String, hlo::Module, arch::ArchConfig, Compiled)> {
+    if ![1, 3, 6].contains(&t.f32_dot_passes) {
+        return Err(user(format!(
+            "--f32-dot-passes must be 1, 3 or 6, got {}",
+            t.f32_dot_passes
+        )));
+    }
+    let (src, module) = load_verified(&t.file)?;
+    let arch = arch::ArchConfig::resolve(&t.arch, &t.sets).map_err(|e| user(e.to_string()))?;
+    let opts = CompileOptions {
+        f32_dot_passes: t.f32_dot_passes,
+        ..CompileOptions::default()
+    };
+    let c = compiler::compile(&module, &arch, &opts)
+        .map_err(|e| user(e.render(&t.file.display().to_string())))?;
+    Ok((src, module, arch, c))
+}
+
+/// `systole compile`.
+pub fn compile(a: CompileArgs) -> anyhow::Result<Outcome> {
+    for p in a.out.iter().chain(a.asm.iter()) {
+        check_writable(p)?;
+    }
+    let (_, _, arch, c) = compile_file(&a.t)?;
+    if let Some(p) = &a.out {
+        let bytes = c
+            .program
+            .to_bytes()
+            .map_err(|e| user(format!("{}: {e}", p.display())))?;
+        std::fs::write(p, bytes)
+            .map_err(|e| user(format!("{}: cannot write: {e}", p.display())))?;
+    }
+    if let Some(p) = &a.asm {
+        std::fs::write(p, isa::disasm::disasm(&c.program))
+            .map_err(|e| user(format!("{}: cannot write: {e}", p.display())))?;
+    }
+    print_compile_summary(&c, &arch);
+    Ok(Outcome::Ok)
+}
+
+fn check_writable(p: &Path) -> anyhow::Result<()> {
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(user(format!(
+            "{}: cannot write: directory {} does not exist",
+            p.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+fn print_compile_summary(c: &Compiled, arch: &arch::ArchConfig) {
+    let mut by_unit: BTreeMap<&str, usize> = BTreeMap::new();
+    for i in &c.program.code {
+        *by_unit.entry(i.mnemonic()).or_default() += 1;
+    }
+    println!(
+        "compiled for {}: {} instructions, {} DMA descriptors, VMEM peak {} of {} bytes, HBM {} bytes",
+        arch.name,
+        c.program.code.len(),
+        c.program.dma.len(),
+        c.stats.vmem_peak,
+        arch.vmem.bytes,
+        c.stats.hbm_bytes
+    );
+    let list: Vec<String> = by_unit.iter().map(|(m, n)| format!("{m} {n}")).collect();
+    println!("instructions: {}", list.join(", "));
+    println!(
+        "synchronization: {} sem.wait, {} fence; {} s.li for address bases",
+        c.stats.emit.waits, c.stats.emit.fences, c.stats.emit.base_loads
+    );
+}
+
+/// Per-HLO-op busy cycles, summed over units, from the trace.
+#[derive(Default)]
+struct OpCycles {
+    by_op: BTreeMap<String, (u64, BTreeMap<String, u64>)>,
+}
+
+struct OpSink(Arc<Mutex<OpCycles>>);
+impl TraceSink for OpSink {
+    fn event(&mut self, e: &TraceEvent<'_>) {
+        let Some(sym) = e.symbol else { return };
+        let unit = e.unit.rsplit('.').next().unwrap_or(e.unit);
+        let unit = unit
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .to_string();
+        let mut g = self.0.lock().expect("op sink");
+        let ent = g.by_op.entry(sym.to_string()).or_default();
+        let d = e.end.saturating_sub(e.start);
+        ent.0 += d;
+        *ent.1.entry(unit).or_default() += d;
+    }
+}
+
+fn inputs_for(
+    a: &RunArgs,
+    module: &hlo::Module,
+    src: &str,
+) -> anyhow::Result<(Vec<Literal>, Option<(Vec<Literal>, Check, Tolerance)>)> {
+    if let Some(p) = &a.inputs {
+        let file = if p.is_dir() {
+            p.join("case.json")
+        } else {
+            p.clone()
+        };
+        let text = read_source(&file)?;
+        let case = parse_case(&text, src.to_string())
+            .map_err(|e| user(format!("{}: {e}", file.display())))?;
+        let args = case
+            .inputs
+            .first()
+            .cloned()
+            .ok_or_else(|| user(format!("{}: the case has no inputs", file.display())))?;
+        let expected = case
+            .outputs
+            .first()
+            .cloned()
+            .map(|o| (vec![o], case.check, case.tolerance));
+        return Ok((args, expected));
+    }
+    let mut g = SplitMix(a.random.unwrap_or(0));
+    let args = module
+        .entry()
+        .program_shape()
+        .params
+        .iter()
+        .map(|s| random_literal(s, &mut g))
+        .collect::<anyhow::Result<_>>()?;
+    Ok((args, None))
+}
+
+fn summary(l: &Literal, full: bool) -> String {
+    let text = hlo::print_literal(l);
+    if full || text.len() <= 2000 {
+        return text;
+    }
+    let head: String = text.chars().take(600).collect();
+    format!("{head} ... ({} characters; --full prints all)", text.len())
+}
+
+/// `systole run`.
+pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
+    if let Some(p) = &a.report {
+        check_writable(p)?;
+    }
+    let (src, module, arch, c) = compile_file(&a.t)?;
+    let (args, expected) = inputs_for(&a, &module, &src)?;
+    if args.len() != c.io.params.len() {
+        return Err(user(format!(
+            "{}: {} arguments for {} parameters",
+            a.t.file.display(),
+            args.len(),
+            c.io.params.len()
+        )));
+    }
+    let opts = SimOptions {
+        functional: !a.timing_only,
+        max_cycles: a.max_cycles,
+    };
+    let mut sys =
+        System::new(&arch, c.program.clone(), 1, opts).map_err(|e| user(e.to_string()))?;
+    if !a.timing_only {
+        let mut writes = Vec::new();
+        for (place, lit) in c.io.params.iter().zip(&args) {
+            compiler::io::literal_bytes(place, lit, &mut writes)
+                .map_err(|e| user(format!("{}: argument: {e}", a.t.file.display())))?;
+        }
+        for (addr, bytes) in writes {
+            sys.write_hbm(0, addr, &bytes)
+                .map_err(|e| user(e.to_string()))?;
+        }
+    }
+    let ops = Arc::new(Mutex::new(OpCycles::default()));
+    sys.set_trace(Box::new(OpSink(ops.clone())));
+    let started = std::time::Instant::now();
+    let res = sys.run();
+    let wall = started.elapsed().as_secs_f64();
+    let r = match res {
+        Ok(r) => r,
+        Err(e @ (SimError::Deadlock(_) | SimError::Timeout(_))) => {
+            eprintln!("{}: {e}", a.t.file.display());
+            return Ok(Outcome::CheckFailed);
+        }
+        Err(e) => return Err(user(format!("{}: simulation: {e}", a.t.file.display()))),
+    };
+    let mut outcome = Outcome::Ok;
+    let mut max_err = None;
+    if !a.timing_only {
+        let hbm = sys.hbm(0).expect("chip 0");
+        let out =
+            compiler::io::read_literal(&c.io.result, &mut |addr, len| hbm.read_vec(addr, len).ok())
+                .map_err(|e| user(format!("reading the result: {e}")))?;
+        println!("{}", summary(&out, a.full));
+        // The reference: the case's outputs, else the evaluator.
+        let (reference, check, tol, what) = match expected {
+            Some((o, check, tol)) => (o[0].clone(), check, tol, "the case's expected outputs"),
+            None => {
+                let v = hlo::eval::evaluate(&module, &args)
+                    .map_err(|e| user(format!("{}: evaluator: {e}", a.t.file.display())))?;
+                (
+                    v,
+                    Check::Close,
+                    Tolerance {
+                        rtol: a.rtol,
+                        atol: a.atol,
+                    },
+                    "the evaluator",
+                )
+            }
+        };
+        match check_value(check, tol, None, &reference, &out) {
+            Ok(()) => println!(
+                "outputs match {what} (rtol {}, atol {})",
+                tol.rtol, tol.atol
+            ),
+            Err(m) => {
+                println!("outputs DIFFER from {what}: {m}");
+                outcome = Outcome::CheckFailed;
+            }
+        }
+        max_err = Some(max_abs_diff(&reference, &out));
+    }
+    // Report.
+    let secs = r.cycles as f64 / (arch.clock_mhz * 1e6);
+    let flops = c.stats.flops;
+    let peak_macs_per_cycle =
+        (arch.mxu.count * arch.mxu.rows * arch.mxu.cols) as f64 * arch.cores_per_chip as f64;
+    let ideal_mxu_cycles = flops as f64 / 2.0 / peak_macs_per_cycle;
+    let util = if r.cycles > 0 {
+        ideal_mxu_cycles / r.cycles as f64
+    } else {
+        0.0
+    };
+    println!(
+        "cycles: {} ({:.3} µs at {} MHz); {} FLOP in dots, {:.3} TFLOP/s achieved; MXU utilization {:.3} (ideal MXU cycles ÷ cycles, all {} MXUs of {} core(s))",
+        r.cycles,
+        secs * 1e6,
+        arch.clock_mhz,
+        flops,
+        flops as f64 / secs.max(1e-30) / 1e12,
+        util,
+        arch.mxu.count * arch.cores_per_chip,
+        arch.cores_per_chip
+    );
+    let stats = sys.stats();
+    let mut units = Vec::new();
+    for e in stats.iter() {
+        let n = &e.decl.name;
+        if let Some(u) = n.strip_suffix(".busy_cycles") {
+            if e.value > 0 {
+                units.push(format!(
+                    "{} {:.2}",
+                    u.trim_start_matches("chip0."),
+                    e.value as f64 / r.cycles.max(1) as f64
+                ));
+            }
+        }
+    }
+    println!("unit busy fraction: {}", units.join(", "));
+    let g = ops.lock().expect("op sink");
+    let mut top: Vec<(&String, &(u64, BTreeMap<String, u64>))> = g.by_op.iter().collect();
+    top.sort_by(|x, y| y.1 .0.cmp(&x.1 .0).then(x.0.cmp(y.0)));
+    let total: u64 = top.iter().map(|t| t.1 .0).sum();
+    println!("top HLO ops by unit-busy cycles:");
+    for (name, (cy, per)) in top.iter().take(8) {
+        let parts: Vec<String> = per.iter().map(|(u, c)| format!("{u} {c}")).collect();
+        println!(
+            "  {name:<28} {cy:>12} ({:>5.1}%)  {}",
+            100.0 * *cy as f64 / total.max(1) as f64,
+            parts.join(", ")
+        );
+    }
+    eprintln!("simulated in {wall:.3} s ({} events)", r.events);
+    if let Some(p) = &a.report {
+        let table: Vec<serde_json::Value> = top
+            .iter()
+            .map(|(name, (cy, per))| {
+                serde_json::json!({"hlo": name, "busy_cycles": cy, "share": *cy as f64 / total.max(1) as f64, "by_unit": per})
+            })
+            .collect();
+        let j = serde_json::json!({
+            "arch": arch.name,
+            "cycles": r.cycles,
+            "seconds": secs,
+            "flops": flops,
+            "flops_per_second": flops as f64 / secs.max(1e-30),
+            "mxu_utilization": util,
+            "ideal_mxu_cycles": ideal_mxu_cycles,
+            "instructions": c.program.code.len(),
+            "vmem_peak_bytes": c.stats.vmem_peak,
+            "timing_only": a.timing_only,
+            "max_abs_error": max_err,
+            "stats": stats.to_json(),
+            "ops": table,
+        });
+        std::fs::write(p, serde_json::to_string_pretty(&j)? + "\n")
+            .map_err(|e| user(format!("{}: cannot write: {e}", p.display())))?;
+    }
+    Ok(outcome)
+}
+
+fn max_abs_diff(a: &Literal, b: &Literal) -> f64 {
+    match (a, b) {
+        (Literal::Array(x), Literal::Array(y)) if x.data.len() == y.data.len() => (0..x.data.len())
+            .map(|i| (as_f64(&x.data, i) - as_f64(&y.data, i)).abs())
+            .fold(0.0, f64::max),
+        (Literal::Tuple(xs), Literal::Tuple(ys)) => xs
+            .iter()
+            .zip(ys)
+            .map(|(x, y)| max_abs_diff(x, y))
+            .fold(0.0, f64::max),
+        _ => f64::NAN,
+    }
+}
+
+fn as_f64(d: &hlo::ArrayData, i: usize) -> f64 {
+    use hlo::ArrayData as D;
+    match d {
+        D::F32(v) => v[i] as f64,
+        D::F64(v) => v[i],
+        D::BF16(v) => v[i].to_f64(),
+        D::F16(v) => v[i].to_f64(),
+        D::S8(v) => v[i] as f64,
+        D::S16(v) => v[i] as f64,
+        D::S32(v) => v[i] as f64,
+        D::S64(v) => v[i] as f64,
+        D::U8(v) => v[i] as f64,
+        D::U16(v) => v[i] as f64,
+        D::U32(v) => v[i] as f64,
+        D::U64(v) => v[i] as f64,
+        D::Pred(v) => v[i] as u8 as f64,
+        _ => f64::NAN,
+    }
+}

@@ -1,0 +1,198 @@
+//! The compiled program's interface with the host: where each parameter and each output lives
+//! in HBM, and the byte form of HLO literals there (row-major, little-endian, `pred` one byte).
+
+use half::{bf16, f16};
+use hlo::{ArrayData, ArrayLiteral, ElementType, Literal};
+use thiserror::Error;
+
+/// An array in HBM.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slot {
+    /// First byte.
+    pub addr: u64,
+    /// Element type.
+    pub ty: ElementType,
+    /// Dimensions (row-major).
+    pub dims: Vec<usize>,
+}
+
+impl Slot {
+    /// Bytes of the array.
+    pub fn bytes(&self) -> u64 {
+        self.dims.iter().product::<usize>() as u64 * self.ty.byte_size() as u64
+    }
+}
+
+/// A value's place: one slot per array leaf of a (possibly nested) tuple.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Place {
+    /// An array.
+    Array(Slot),
+    /// A tuple of places.
+    Tuple(Vec<Place>),
+    /// A token (no bytes).
+    Token,
+}
+
+/// Where the entry computation's parameters and result live.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IoMap {
+    /// One place per parameter, by parameter number.
+    pub params: Vec<Place>,
+    /// The result.
+    pub result: Place,
+}
+
+/// A literal that does not match its slot.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum IoError {
+    /// Shape or type mismatch.
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+/// The bytes of an array literal.
+pub fn to_bytes(a: &ArrayLiteral) -> Vec<u8> {
+    let ty = a.data.element_type();
+    let w = ty.byte_size();
+    let n = a.data.len();
+    let mut out = Vec::with_capacity(n * w);
+    for i in 0..n {
+        let bits = a.data.bits_at(i);
+        out.extend_from_slice(&bits.to_le_bytes()[..w]);
+    }
+    out
+}
+
+/// An array literal of type `ty` and `dims` from its bytes.
+pub fn from_bytes(ty: ElementType, dims: &[usize], b: &[u8]) -> Result<ArrayLiteral, IoError> {
+    let n: usize = dims.iter().product();
+    let w = ty.byte_size();
+    if b.len() != n * w {
+        return Err(IoError::Mismatch(format!(
+            "{} bytes for {n} elements of {ty}",
+            b.len()
+        )));
+    }
+    macro_rules! arr {
+        ($v:ident, $t:ty, $f:expr) => {
+            ArrayData::$v(
+                b.chunks_exact(w)
+                    .map(|c| {
+                        let mut x = [0u8; std::mem::size_of::<$t>()];
+                        x.copy_from_slice(c);
+                        $f(x)
+                    })
+                    .collect(),
+            )
+        };
+    }
+    use ElementType as T;
+    let data = match ty {
+        T::Pred => ArrayData::Pred(b.iter().map(|&x| x != 0).collect()),
+        T::S8 => arr!(S8, i8, i8::from_le_bytes),
+        T::S16 => arr!(S16, i16, i16::from_le_bytes),
+        T::S32 => arr!(S32, i32, i32::from_le_bytes),
+        T::S64 => arr!(S64, i64, i64::from_le_bytes),
+        T::U8 => arr!(U8, u8, u8::from_le_bytes),
+        T::U16 => arr!(U16, u16, u16::from_le_bytes),
+        T::U32 => arr!(U32, u32, u32::from_le_bytes),
+        T::U64 => arr!(U64, u64, u64::from_le_bytes),
+        T::F16 => arr!(F16, u16, |x| f16::from_bits(u16::from_le_bytes(x))),
+        T::BF16 => arr!(BF16, u16, |x| bf16::from_bits(u16::from_le_bytes(x))),
+        T::F32 => arr!(F32, u32, |x| f32::from_bits(u32::from_le_bytes(x))),
+        T::F64 => arr!(F64, u64, |x| f64::from_bits(u64::from_le_bytes(x))),
+        t => {
+            return Err(IoError::Mismatch(format!(
+                "element type {t} is not supported on chip yet"
+            )))
+        }
+    };
+    Ok(ArrayLiteral {
+        dims: dims.to_vec(),
+        data,
+    })
+}
+
+/// Every `(slot, bytes)` a literal puts into HBM for `place`.
+pub fn literal_bytes(
+    place: &Place,
+    l: &Literal,
+    out: &mut Vec<(u64, Vec<u8>)>,
+) -> Result<(), IoError> {
+    match (place, l) {
+        (Place::Array(s), Literal::Array(a)) => {
+            if a.data.element_type() != s.ty || a.dims != s.dims {
+                return Err(IoError::Mismatch(format!(
+                    "expected {}{:?}, got {}{:?}",
+                    s.ty,
+                    s.dims,
+                    a.data.element_type(),
+                    a.dims
+                )));
+            }
+            out.push((s.addr, to_bytes(a)));
+            Ok(())
+        }
+        (Place::Tuple(ps), Literal::Tuple(ls)) if ps.len() == ls.len() => {
+            for (p, l) in ps.iter().zip(ls) {
+                literal_bytes(p, l, out)?;
+            }
+            Ok(())
+        }
+        (Place::Token, Literal::Token) => Ok(()),
+        _ => Err(IoError::Mismatch(
+            "literal does not match the parameter's shape".into(),
+        )),
+    }
+}
+
+/// Reads the literal at `place` with `read(addr, len)`.
+pub fn read_literal(
+    place: &Place,
+    read: &mut dyn FnMut(u64, u64) -> Option<Vec<u8>>,
+) -> Result<Literal, IoError> {
+    Ok(match place {
+        Place::Array(s) => {
+            let b = read(s.addr, s.bytes())
+                .ok_or_else(|| IoError::Mismatch(format!("cannot read HBM at {:#x}", s.addr)))?;
+            Literal::Array(from_bytes(s.ty, &s.dims, &b)?)
+        }
+        Place::Tuple(ps) => Literal::Tuple(
+            ps.iter()
+                .map(|p| read_literal(p, read))
+                .collect::<Result<_, _>>()?,
+        ),
+        Place::Token => Literal::Token,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_round_trip_every_chip_type() {
+        let cases = [
+            ArrayData::Pred(vec![true, false]),
+            ArrayData::S8(vec![-1, 7]),
+            ArrayData::U16(vec![65535, 1]),
+            ArrayData::S32(vec![i32::MIN, 3]),
+            ArrayData::U64(vec![u64::MAX, 0]),
+            ArrayData::BF16(vec![bf16::from_f32(1.5), bf16::from_f32(-2.0)]),
+            ArrayData::F16(vec![f16::from_f32(0.25), f16::from_f32(-8.0)]),
+            ArrayData::F32(vec![1.0e-3, f32::INFINITY]),
+            ArrayData::F64(vec![std::f64::consts::PI, -0.0]),
+        ];
+        for d in cases {
+            let a = ArrayLiteral {
+                dims: vec![2],
+                data: d,
+            };
+            let b = to_bytes(&a);
+            let back = from_bytes(a.data.element_type(), &[2], &b).unwrap();
+            assert_eq!(to_bytes(&back), b);
+            assert_eq!(back.data.element_type(), a.data.element_type());
+        }
+    }
+}

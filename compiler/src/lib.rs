@@ -1,0 +1,74 @@
+//! The compiler: a verified HLO module to one core's ISA program ([`isa::Program`]) plus the
+//! map of where its inputs and outputs live in HBM ([`io::IoMap`]).
+//!
+//! Pipeline (see `docs/architecture.md`): HLO-to-HLO passes ([`pass::pipeline`]: inline calls
+//! and fusions, simplify, dead code), then [`lower`]: memory planning, per-op lowering to the
+//! MXU, VPU and DMA, and the [`lower::emit::Emitter`], which orders every cross-unit
+//! dependency with semaphores so a compiled program has no race by construction.
+//!
+//! Everything the compiler cannot do yet is a [`CompileError::NotSupported`] naming the HLO
+//! instruction's place; nothing falls back to the host.
+
+pub mod error;
+pub mod io;
+pub mod lower;
+pub mod pass;
+pub mod passes;
+
+pub use error::{CResult, CompileError};
+pub use io::{IoMap, Place, Slot};
+pub use lower::LowerStats;
+
+use arch::ArchConfig;
+use hlo::Module;
+
+/// Knobs of one compilation.
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// At least this many bf16 passes for f32 dots (1, 3 or 6; the module's
+    /// `precision_config` may ask for more). 6 gives close to f32 accuracy.
+    pub f32_dot_passes: u32,
+    /// Verify the module after every pass that changed it (tests).
+    pub verify_between_passes: bool,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            f32_dot_passes: 1,
+            verify_between_passes: false,
+        }
+    }
+}
+
+/// A compiled module.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The program every core of every chip runs.
+    pub program: isa::Program,
+    /// Where parameters and result live in HBM.
+    pub io: IoMap,
+    /// What the compiler counted.
+    pub stats: LowerStats,
+    /// The module after the HLO passes (what was lowered).
+    pub module: Module,
+}
+
+/// Compiles `module` (which must have passed [`hlo::verify`]) for `arch`.
+pub fn compile(module: &Module, arch: &ArchConfig, opts: &CompileOptions) -> CResult<Compiled> {
+    if module.replica_count() != 1 || module.config.num_partitions.unwrap_or(1) != 1 {
+        return Err(CompileError::unsupported(
+            "modules with more than one replica or partition (the pod issue)",
+            module.entry().span,
+        ));
+    }
+    let mut m = module.clone();
+    pass::run_pipeline(&mut m, opts.verify_between_passes)?;
+    let (program, io, stats) = lower::Lowerer::run(&m, arch, opts)?;
+    Ok(Compiled {
+        program,
+        io,
+        stats,
+        module: m,
+    })
+}

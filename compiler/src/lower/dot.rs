@@ -1,0 +1,406 @@
+//! `dot` on the MXUs.
+//!
+//! The operands are brought into the canonical form `lhs[B][M][K]`, `rhs[B][K][N]` (a
+//! permutation where the dimension numbers ask for it), so the result `[B][M][N]` is the HLO
+//! result's row-major order. Tiling: for each batch, `M` is cut into chunks of half the
+//! accumulator rows and `N` into tiles of `mxu.cols`; each (chunk, tile) is one job on one MXU
+//! (round-robin, alternating accumulator halves so a job's `mxu.st` and the next job's
+//! matmuls do not collide). A job loads each `K` tile of the weights (`mxu.ldw`, at most
+//! `mxu.rows` × `mxu.cols`; the MXU double-buffers them), streams the chunk's rows through it
+//! (`mxu.matmul`, accumulating over `K` tiles and passes) and stores the accumulators
+//! (`mxu.st`). Jobs of different MXUs are emitted interleaved so every MXU's queue is fed.
+//!
+//! Numerics: bf16 × bf16 runs natively (f32 accumulation); s8 × s8 → s32 natively (int8
+//! mode). f32 (and f16, via f32) operands are split into bf16 parts `x = hi + mid + lo` on the
+//! VPU and multiplied in 1, 3 or 6 passes for `precision_config` DEFAULT, HIGH, HIGHEST (as
+//! XLA does on TPUs); [`crate::CompileOptions::f32_dot_passes`] can raise the count (6 gives
+//! close to f32 accuracy, for conformance).
+
+use super::emit::{Access, Queue};
+use super::{Buf, Lowerer, Val};
+use crate::error::CResult;
+use arch::MxuDtype;
+use hlo::{ElementType, InstId, Opcode, Precision};
+use isa::Inst;
+
+/// One MXU instruction of a job, with raw addresses (operands are made at emission).
+enum MxuOp {
+    Ldw {
+        addr: u64,
+        k: usize,
+        n: usize,
+        stride: usize,
+    },
+    Matmul {
+        addr: u64,
+        m: usize,
+        k: usize,
+        stride: usize,
+        base: u64,
+        accumulate: bool,
+    },
+    St {
+        addr: u64,
+        m: usize,
+        n: usize,
+        stride: usize,
+        base: u64,
+    },
+}
+
+struct Job {
+    mxu: u8,
+    ops: Vec<MxuOp>,
+}
+
+/// Lowers `dot`; `None` if `h` is not one.
+pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
+    let inst = &l.m.entry().insts[h];
+    if inst.opcode != Opcode::Dot {
+        return Ok(None);
+    }
+    let a = inst.attrs.clone();
+    let lhs = l.arr(inst.operands[0])?;
+    let rhs = l.arr(inst.operands[1])?;
+    let (ty, dims) = l.out_shape(h)?;
+    let v = |x: &Option<Vec<i64>>| -> Vec<usize> {
+        x.clone()
+            .unwrap_or_default()
+            .iter()
+            .map(|&d| d as usize)
+            .collect()
+    };
+    let (lb, rb, lc, rc) = (
+        v(&a.lhs_batch_dims),
+        v(&a.rhs_batch_dims),
+        v(&a.lhs_contracting_dims),
+        v(&a.rhs_contracting_dims),
+    );
+    let lf: Vec<usize> = (0..lhs.dims.len())
+        .filter(|d| !lb.contains(d) && !lc.contains(d))
+        .collect();
+    let rf: Vec<usize> = (0..rhs.dims.len())
+        .filter(|d| !rb.contains(d) && !rc.contains(d))
+        .collect();
+    let prod = |b: &Buf, ds: &[usize]| ds.iter().map(|&d| b.dims[d]).product::<usize>();
+    let (nb, m, k, n) = (
+        prod(&lhs, &lb),
+        prod(&lhs, &lf),
+        prod(&lhs, &lc),
+        prod(&rhs, &rf),
+    );
+
+    // Mode and passes.
+    let (mode, acc_ty) = match (lhs.ty, rhs.ty) {
+        (ElementType::S8, ElementType::S8) => (MxuDtype::Int8, ElementType::S32),
+        (x, y) if is_mxu_float(x) && is_mxu_float(y) => (MxuDtype::Bf16, ElementType::F32),
+        (x, y) => {
+            return Err(l.unsupported(format!(
+                "dot of {x} × {y} (the MXU takes bf16, f32 via bf16 passes, and s8)"
+            )))
+        }
+    };
+    if !l.arch.mxu.dtypes.contains(&mode) {
+        return Err(l.unsupported(format!(
+            "dot in {} mode: this chip's MXU has modes {:?}",
+            mode.name(),
+            l.arch
+                .mxu
+                .dtypes
+                .iter()
+                .map(|d| d.name())
+                .collect::<Vec<_>>()
+        )));
+    }
+    let exact_bf16 = lhs.ty == ElementType::BF16 && rhs.ty == ElementType::BF16;
+    let passes = if mode == MxuDtype::Int8 || exact_bf16 {
+        1
+    } else {
+        let prec = a
+            .operand_precision
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .max_by_key(|p| match p {
+                Precision::Default => 0,
+                Precision::High => 1,
+                Precision::Highest => 2,
+            })
+            .unwrap_or(Precision::Default);
+        let p = match prec {
+            Precision::Default => 1,
+            Precision::High => 3,
+            Precision::Highest => 6,
+        };
+        p.max(l.opts.f32_dot_passes)
+    };
+
+    // Canonical operands.
+    let mut lperm = lb.clone();
+    lperm.extend(&lf);
+    lperm.extend(&lc);
+    let mut rperm = rb.clone();
+    rperm.extend(&rc);
+    rperm.extend(&rf);
+    let lhs_c = canon(l, &lhs, &lperm)?;
+    let rhs_c = canon(l, &rhs, &rperm)?;
+    // Parts in the MXU's input type.
+    let nparts = match passes {
+        1 => 1,
+        3 => 2,
+        _ => 3,
+    };
+    let lparts = parts(l, &lhs_c, mode, nparts)?;
+    let rparts = parts(l, &rhs_c, mode, nparts)?;
+    // (lhs part, rhs part) per pass, smallest products first.
+    let pass_list: &[(usize, usize)] = match passes {
+        1 => &[(0, 0)],
+        3 => &[(1, 0), (0, 1), (0, 0)],
+        _ => &[(2, 0), (0, 2), (1, 1), (1, 0), (0, 1), (0, 0)],
+    };
+
+    let acc = if acc_ty == ty {
+        l.new_buf(h, ty, dims.clone())?
+    } else {
+        l.tmp(acc_ty, vec![nb, m, n])?
+    };
+    let flops = 2 * (nb * m * k * n) as u64;
+    l.stats.flops += flops;
+    if m > 0 && n > 0 && nb > 0 {
+        if k == 0 {
+            // Empty contraction: zeros.
+            return Err(l.unsupported("dot with an empty contracting dimension"));
+        }
+        emit_jobs(l, &lparts, &rparts, pass_list, &acc, mode, (nb, m, k, n))?;
+    }
+    let out = if acc_ty == ty {
+        acc
+    } else {
+        let out = l.new_buf(h, ty, dims)?;
+        let a2 = acc.with_dims(out.dims.clone());
+        l.convert(&out, &a2)?;
+        out
+    };
+    Ok(Some(Val::Array(out)))
+}
+
+fn is_mxu_float(t: ElementType) -> bool {
+    matches!(t, ElementType::BF16 | ElementType::F32 | ElementType::F16)
+}
+
+/// `b` permuted by `perm` (itself when `perm` is the identity).
+fn canon(l: &mut Lowerer<'_>, b: &Buf, perm: &[usize]) -> CResult<Buf> {
+    if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        return Ok(b.clone());
+    }
+    let d: Vec<usize> = perm.iter().map(|&p| b.dims[p]).collect();
+    let t = l.tmp(b.ty, d)?;
+    l.permute_into(&t, b, perm)?;
+    Ok(t)
+}
+
+/// The operand as `n` parts in the MXU input type (`x ≈ Σ parts`).
+fn parts(l: &mut Lowerer<'_>, x: &Buf, mode: MxuDtype, n: usize) -> CResult<Vec<Buf>> {
+    let want = match mode {
+        MxuDtype::Int8 => ElementType::S8,
+        MxuDtype::Bf16 => ElementType::BF16,
+    };
+    if x.ty == want {
+        return Ok(vec![x.clone()]);
+    }
+    // Work in f32.
+    let xf = if x.ty == ElementType::F32 {
+        x.clone()
+    } else {
+        let t = l.tmp(ElementType::F32, x.dims.clone())?;
+        l.convert(&t, x)?;
+        t
+    };
+    let mut out = Vec::new();
+    let mut rest = xf;
+    for i in 0..n {
+        let p = l.tmp(want, x.dims.clone())?;
+        l.convert(&p, &rest)?;
+        out.push(p.clone());
+        if i + 1 < n {
+            let back = l.tmp(ElementType::F32, x.dims.clone())?;
+            l.convert(&back, &p)?;
+            let r = l.tmp(ElementType::F32, x.dims.clone())?;
+            l.binop(Opcode::Subtract, &r, &rest, &back)?;
+            rest = r;
+        }
+    }
+    Ok(out)
+}
+
+fn emit_jobs(
+    l: &mut Lowerer<'_>,
+    lparts: &[Buf],
+    rparts: &[Buf],
+    passes: &[(usize, usize)],
+    acc: &Buf,
+    mode: MxuDtype,
+    (nb, m, k, n): (usize, usize, usize, usize),
+) -> CResult<()> {
+    let rows = l.arch.mxu.rows as usize;
+    let cols = l.arch.mxu.cols as usize;
+    let half = (l.arch.mxu.acc_rows as usize / 2).max(1);
+    let chunk = half.min((1 << 20) - 1);
+    let nmxu = l.arch.mxu.count as usize;
+    let iw = mode.bytes() as usize;
+    let aw = 4usize;
+    if k * iw >= 1 << 20 || n * aw >= 1 << 20 || n * iw >= 1 << 20 {
+        return Err(
+            l.unsupported("dot with a row of 1 MiB or more (the MXU stride field has 20 bits)")
+        );
+    }
+    let mut jobs: Vec<Job> = Vec::new();
+    for b in 0..nb {
+        for m0 in (0..m).step_by(chunk) {
+            let mm = chunk.min(m - m0);
+            for n0 in (0..n).step_by(cols) {
+                let nn = cols.min(n - n0);
+                let q = jobs.len() % nmxu;
+                let base = (l.mxu_jobs[q] % 2) * half as u64;
+                l.mxu_jobs[q] += 1;
+                let mut ops = Vec::new();
+                let mut first = true;
+                for &(li, ri) in passes {
+                    let (lp, rp) = (&lparts[li], &rparts[ri]);
+                    for k0 in (0..k).step_by(rows) {
+                        let kk = rows.min(k - k0);
+                        ops.push(MxuOp::Ldw {
+                            addr: rp.addr + ((b * k * n + k0 * n + n0) * iw) as u64,
+                            k: kk,
+                            n: nn,
+                            stride: n * iw,
+                        });
+                        ops.push(MxuOp::Matmul {
+                            addr: lp.addr + ((b * m * k + m0 * k + k0) * iw) as u64,
+                            m: mm,
+                            k: kk,
+                            stride: k * iw,
+                            base,
+                            accumulate: !first,
+                        });
+                        l.stats.mxu_macs += (mm * rows * cols) as u64;
+                        first = false;
+                    }
+                }
+                ops.push(MxuOp::St {
+                    addr: acc.addr + ((b * m * n + m0 * n + n0) * aw) as u64,
+                    m: mm,
+                    n: nn,
+                    stride: n * aw,
+                    base,
+                });
+                jobs.push(Job { mxu: q as u8, ops });
+            }
+        }
+    }
+    // Emit jobs in groups of one per MXU, interleaving their instructions so every MXU's
+    // queue is fed. Addresses are resolved at emission (the base-register cache changes).
+    for group in jobs.chunks(nmxu) {
+        let longest = group.iter().map(|j| j.ops.len()).max().unwrap_or(0);
+        for step in 0..longest {
+            for j in group {
+                if let Some(op) = j.ops.get(step) {
+                    emit_op(l, j.mxu, op, mode, iw);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw: usize) {
+    let mxu = q as u32;
+    match *op {
+        MxuOp::Ldw { addr, k, n, stride } => {
+            let src = l.e.vaddr(addr);
+            l.e.unit(
+                Inst::MxuLdw {
+                    src,
+                    mxu,
+                    k: k as u32,
+                    n: n as u32,
+                    stride: stride as u32,
+                    mode,
+                    wait: None,
+                    signal: None,
+                },
+                Queue::Mxu(q),
+                &[Access::vmem_rows(
+                    addr,
+                    (n * iw) as u64,
+                    stride as u64,
+                    k as u64,
+                )],
+                &[],
+            );
+        }
+        MxuOp::Matmul {
+            addr,
+            m,
+            k,
+            stride,
+            base,
+            accumulate,
+        } => {
+            let src = l.e.vaddr(addr);
+            let acc = l.e.accaddr(base);
+            l.e.unit(
+                Inst::MxuMatmul {
+                    src,
+                    acc,
+                    mxu,
+                    m: m as u32,
+                    k: k as u32,
+                    stride: stride as u32,
+                    mode,
+                    accumulate,
+                    wait: None,
+                    signal: None,
+                },
+                Queue::Mxu(q),
+                &[Access::vmem_rows(
+                    addr,
+                    (k * iw) as u64,
+                    stride as u64,
+                    m as u64,
+                )],
+                &[],
+            );
+        }
+        MxuOp::St {
+            addr,
+            m,
+            n,
+            stride,
+            base,
+        } => {
+            let dst = l.e.vaddr(addr);
+            let acc = l.e.accaddr(base);
+            l.e.unit(
+                Inst::MxuSt {
+                    dst,
+                    acc,
+                    mxu,
+                    m: m as u32,
+                    n: n as u32,
+                    stride: stride as u32,
+                    wait: None,
+                    signal: None,
+                },
+                Queue::Mxu(q),
+                &[],
+                &[Access::vmem_rows(
+                    addr,
+                    (n * 4) as u64,
+                    stride as u64,
+                    m as u64,
+                )],
+            );
+        }
+    }
+}

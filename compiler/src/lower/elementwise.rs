@@ -1,0 +1,309 @@
+//! Element-wise ops on the VPU: one VPU instruction per [`VPU_CHUNK`] elements, operands and
+//! result contiguous in VMEM. Unary and binary arithmetic, compare, select, clamp, convert,
+//! copy and iota.
+
+use super::emit::{Access, Queue};
+use super::{dtype, Buf, Lowerer, Val, VPU_CHUNK};
+use crate::error::CResult;
+use hlo::{ComparisonDirection, ComparisonType, ElementType, InstId, Opcode};
+use isa::Inst;
+use isa::{CmpOp, DType, VAddr};
+
+/// A placeholder operand for asking whether an opcode has a VPU instruction.
+const PROBE: VAddr = VAddr {
+    base: isa::SReg(0),
+    off: 0,
+};
+
+/// The VPU instruction computing unary `op` (`dst[i] = op(a[i])`).
+fn unary(op: Opcode, dst: VAddr, a: VAddr, n: u32, t: DType) -> Option<Inst> {
+    macro_rules! u {
+        ($($o:ident => $v:ident),*) => {
+            match op {
+                $(Opcode::$o => Some(Inst::$v { dst, a, n, t, wait: None, signal: None }),)*
+                _ => None,
+            }
+        };
+    }
+    u!(Abs => VAbs, Negate => VNeg, Sign => VSign, Floor => VFloor, Ceil => VCeil,
+       RoundAfz => VRound, RoundEven => VRoundEven, Not => VNot, PopCnt => VPopcnt, Clz => VClz,
+       IsFinite => VIsFinite, Exp => VExp, Expm1 => VExpm1, Log => VLog, Log1p => VLog1p,
+       Logistic => VLogistic, Sqrt => VSqrt, Rsqrt => VRsqrt, Cbrt => VCbrt, Tanh => VTanh,
+       Sin => VSin, Cos => VCos, Tan => VTan, Erf => VErf, Copy => VMov)
+}
+
+/// The VPU instruction computing binary `op` (`dst[i] = op(a[i], b[i])`).
+pub(crate) fn binary(op: Opcode, dst: VAddr, a: VAddr, b: VAddr, n: u32, t: DType) -> Option<Inst> {
+    macro_rules! bi {
+        ($($o:ident => $v:ident),*) => {
+            match op {
+                $(Opcode::$o => Some(Inst::$v { dst, a, b, n, t, wait: None, signal: None }),)*
+                _ => None,
+            }
+        };
+    }
+    bi!(Add => VAdd, Subtract => VSub, Multiply => VMul, Divide => VDiv, Remainder => VRem,
+        Minimum => VMin, Maximum => VMax, And => VAnd, Or => VOr, Xor => VXor,
+        ShiftLeft => VShl, ShiftRightLogical => VShr, ShiftRightArithmetic => VSra,
+        Power => VPow, Atan2 => VAtan2)
+}
+
+fn cmp_op(d: ComparisonDirection) -> CmpOp {
+    match d {
+        ComparisonDirection::Eq => CmpOp::Eq,
+        ComparisonDirection::Ne => CmpOp::Ne,
+        ComparisonDirection::Lt => CmpOp::Lt,
+        ComparisonDirection::Le => CmpOp::Le,
+        ComparisonDirection::Gt => CmpOp::Gt,
+        ComparisonDirection::Ge => CmpOp::Ge,
+    }
+}
+
+/// Splits `n` elements into VPU-sized chunks: `(first element, count)`.
+pub(crate) fn chunks(n: u64) -> impl Iterator<Item = (u64, u32)> {
+    (0..n.div_ceil(VPU_CHUNK)).map(move |k| {
+        let s = k * VPU_CHUNK;
+        (s, (n - s).min(VPU_CHUNK) as u32)
+    })
+}
+
+impl Lowerer<'_> {
+    /// The VPU type of `ty`, or a "not supported" error.
+    pub(crate) fn vty(&self, ty: ElementType) -> CResult<DType> {
+        dtype(ty).ok_or_else(|| self.unsupported(format!("element type {ty} on the VPU")))
+    }
+
+    /// Emits `make(dst, srcs..., n)` over every chunk; `srcs` and `dst` are arrays of the same
+    /// element count (sources may have other element types).
+    pub(crate) fn vpu_map(
+        &mut self,
+        dst: &Buf,
+        srcs: &[&Buf],
+        make: &mut dyn FnMut(VAddr, &[VAddr], u32) -> Inst,
+    ) {
+        let dw = dst.ty.byte_size() as u64;
+        for (s, n) in chunks(dst.elems()) {
+            let d = self.e.vaddr(dst.addr + s * dw);
+            let mut reads = Vec::new();
+            let mut addrs = Vec::new();
+            for b in srcs {
+                let w = b.ty.byte_size() as u64;
+                addrs.push(self.e.vaddr(b.addr + s * w));
+                reads.push(Access::vmem(b.addr + s * w, n as u64 * w));
+            }
+            let i = make(d, &addrs, n);
+            self.e.unit(
+                i,
+                Queue::Vpu,
+                &reads,
+                &[Access::vmem(dst.addr + s * dw, n as u64 * dw)],
+            );
+        }
+    }
+
+    /// `dst = convert(src)` element-wise.
+    pub(crate) fn convert(&mut self, dst: &Buf, src: &Buf) -> CResult<()> {
+        let to = self.vty(dst.ty)?;
+        let from = self.vty(src.ty)?;
+        self.vpu_map(dst, &[src], &mut |d, a, n| Inst::VCvt {
+            dst: d,
+            a: a[0],
+            n,
+            to,
+            from,
+            wait: None,
+            signal: None,
+        });
+        Ok(())
+    }
+
+    /// `dst = op(a, b)` element-wise.
+    pub(crate) fn binop(&mut self, op: Opcode, dst: &Buf, a: &Buf, b: &Buf) -> CResult<()> {
+        let t = self.vty(a.ty)?;
+        if binary(op, PROBE, PROBE, PROBE, 0, t).is_none() {
+            return Err(self.unsupported(format!("{} on the VPU", op.name())));
+        }
+        self.vpu_map(dst, &[a, b], &mut |d, s, n| {
+            binary(op, d, s[0], s[1], n, t).expect("checked above")
+        });
+        Ok(())
+    }
+}
+
+/// Lowers element-wise instructions; `None` if `h` is not one.
+pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
+    let inst = &l.m.entry().insts[h];
+    let op = inst.opcode;
+    let ops = inst.operands.clone();
+    let (ty, dims) = match l.out_shape(h) {
+        Ok(s) => s,
+        Err(_) => return Ok(None),
+    };
+    let probe = PROBE;
+    let is_unary = unary(op, probe, probe, 0, DType::F32).is_some();
+    let is_binary = binary(op, probe, probe, probe, 0, DType::F32).is_some();
+    let v = if is_unary {
+        let a = l.arr(ops[0])?;
+        let t = l.vty(a.ty)?;
+        check_unary_type(l, op, a.ty)?;
+        let out = l.new_buf(h, ty, dims)?;
+        l.vpu_map(&out, &[&a], &mut |d, s, n| {
+            unary(op, d, s[0], n, t).expect("unary")
+        });
+        out
+    } else if is_binary {
+        let a = l.arr(ops[0])?;
+        let b = l.arr(ops[1])?;
+        check_binary_type(l, op, a.ty)?;
+        let out = l.new_buf(h, ty, dims)?;
+        l.binop(op, &out, &a, &b)?;
+        out
+    } else {
+        match op {
+            Opcode::Compare => {
+                let a = l.arr(ops[0])?;
+                let b = l.arr(ops[1])?;
+                let t = l.vty(a.ty)?;
+                if inst.attrs.comparison_type == Some(ComparisonType::TotalOrder) && a.ty.is_float()
+                {
+                    return Err(l.unsupported("compare with type=TOTALORDER on floats"));
+                }
+                let cmp = cmp_op(inst.attrs.direction.unwrap_or(ComparisonDirection::Eq));
+                let out = l.new_buf(h, ty, dims)?;
+                l.vpu_map(&out, &[&a, &b], &mut |d, s, n| Inst::VCmp {
+                    dst: d,
+                    a: s[0],
+                    b: s[1],
+                    n,
+                    t,
+                    cmp,
+                    wait: None,
+                    signal: None,
+                });
+                out
+            }
+            Opcode::Select => {
+                let p = l.arr(ops[0])?;
+                let a = l.arr(ops[1])?;
+                let b = l.arr(ops[2])?;
+                let t = l.vty(a.ty)?;
+                let p = if p.elems() == 1 && a.elems() != 1 {
+                    l.splat(&p, a.elems())?
+                } else {
+                    p
+                };
+                let out = l.new_buf(h, ty, dims)?;
+                l.vpu_map(&out, &[&p, &a, &b], &mut |d, s, n| Inst::VSelect {
+                    dst: d,
+                    p: s[0],
+                    a: s[1],
+                    b: s[2],
+                    n,
+                    t,
+                    wait: None,
+                    signal: None,
+                });
+                out
+            }
+            Opcode::Clamp => {
+                // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi may be scalars.
+                let lo = l.arr(ops[0])?;
+                let x = l.arr(ops[1])?;
+                let hi = l.arr(ops[2])?;
+                let n = x.elems();
+                let lo = if lo.elems() != n {
+                    l.splat(&lo, n)?
+                } else {
+                    lo
+                };
+                let hi = if hi.elems() != n {
+                    l.splat(&hi, n)?
+                } else {
+                    hi
+                };
+                let out = l.new_buf(h, ty, dims)?;
+                l.binop(Opcode::Maximum, &out, &x, &lo)?;
+                l.binop(Opcode::Minimum, &out, &out, &hi)?;
+                out
+            }
+            Opcode::Convert => {
+                let a = l.arr(ops[0])?;
+                let out = l.new_buf(h, ty, dims)?;
+                l.convert(&out, &a)?;
+                out
+            }
+            Opcode::Iota => {
+                let t = l.vty(ty)?;
+                let d = inst.attrs.iota_dimension.unwrap_or(0) as usize;
+                let div: usize = dims[d + 1..].iter().product();
+                let modulo = dims[d];
+                if div >= 1 << 20 || modulo >= 1 << 20 {
+                    return Err(l.unsupported("iota with a dimension of 2^20 or more elements"));
+                }
+                let out = l.new_buf(h, ty, dims.clone())?;
+                let w = ty.byte_size() as u64;
+                // Chunks must start at a multiple of div·modulo for the formula to hold.
+                let period = (div * modulo) as u64;
+                let per = if period <= VPU_CHUNK {
+                    (VPU_CHUNK / period).max(1) * period
+                } else {
+                    return Err(l.unsupported("iota whose period exceeds one VPU instruction"));
+                };
+                let total = out.elems();
+                let mut s = 0;
+                while s < total {
+                    let n = per.min(total - s);
+                    let dst = l.e.vaddr(out.addr + s * w);
+                    l.e.unit(
+                        Inst::VIota {
+                            dst,
+                            n: n as u32,
+                            div: div.max(1) as u32,
+                            modulo: modulo.max(1) as u32,
+                            t,
+                            wait: None,
+                            signal: None,
+                        },
+                        Queue::Vpu,
+                        &[],
+                        &[Access::vmem(out.addr + s * w, n * w)],
+                    );
+                    s += n;
+                }
+                out
+            }
+            _ => return Ok(None),
+        }
+    };
+    Ok(Some(Val::Array(v)))
+}
+
+fn check_unary_type(l: &Lowerer<'_>, op: Opcode, ty: ElementType) -> CResult<()> {
+    use Opcode as O;
+    let ok = match op {
+        O::Not | O::PopCnt | O::Clz => ty.is_integer() || (op == O::Not && ty.is_pred()),
+        O::Abs | O::Negate | O::Sign => !ty.is_pred(),
+        O::Copy => true,
+        _ => ty.is_float(),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(l.unsupported(format!("{} of {ty} on the VPU", op.name())))
+    }
+}
+
+fn check_binary_type(l: &Lowerer<'_>, op: Opcode, ty: ElementType) -> CResult<()> {
+    use Opcode as O;
+    let ok = match op {
+        O::And | O::Or | O::Xor => ty.is_integer() || ty.is_pred(),
+        O::ShiftLeft | O::ShiftRightLogical | O::ShiftRightArithmetic => ty.is_integer(),
+        O::Power | O::Atan2 => ty.is_float(),
+        _ => !ty.is_pred(),
+    };
+    if ok && dtype(ty).is_some() {
+        Ok(())
+    } else {
+        Err(l.unsupported(format!("{} of {ty} on the VPU", op.name())))
+    }
+}

@@ -1,0 +1,330 @@
+//! The emitter: appends instructions to an [`isa::Builder`] and keeps the program correct by
+//! construction.
+//!
+//! **Synchronization.** Every unit instruction is emitted with the memory it reads and writes
+//! ([`Access`]). The emitter keeps the unit instructions not yet known to be complete
+//! (`pending`). A new instruction that conflicts with a pending one (overlapping bytes, at least
+//! one a write: RAW, WAR, WAW) on another queue — or on the DMA queue, whose copies complete out
+//! of order — is ordered after it: the pending instruction gets a `signal=semK` (patched into it
+//! after the fact) and the sequencer waits `sem.wait semK` before issuing the new one. After the
+//! wait the producer is complete, so semK is 0 again and free for reuse; a semaphore is only
+//! given to a producer issued after the semaphore's last wait, so one signal always meets
+//! exactly one wait. Instructions of one MXU or of the VPU are ordered by their queue (the ISA
+//! guarantees each sees the effects of the earlier ones) and need nothing. If no semaphore is
+//! free, a `fence` orders everything.
+//!
+//! **Addresses.** VMEM operands are `[sB+OFF]` with a 16-bit offset: the emitter caches base
+//! values in `s1..s27` and loads a new base with `s.li` only when no cached one is in range.
+//! Operands are read at dispatch, so a register may be reloaded right after its last use.
+
+use crate::error::{CResult, CompileError};
+use isa::{AccAddr, MemRef, SReg, Sem, Space, VAddr};
+use isa::{Builder, Inst};
+
+/// One queue of a core: instructions of one queue start in program order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Queue {
+    /// The DMA engines (copies may complete out of order).
+    Dma,
+    /// MXU `i`.
+    Mxu(u8),
+    /// The VPU.
+    Vpu,
+}
+
+/// Bytes an instruction touches: `rows` runs of `row_bytes` bytes, `stride` apart, from
+/// `start` in `space`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// Memory space.
+    pub space: Space,
+    /// First byte.
+    pub start: u64,
+    /// Bytes per run.
+    pub row_bytes: u64,
+    /// Distance between runs.
+    pub stride: u64,
+    /// Number of runs.
+    pub rows: u64,
+}
+
+impl Access {
+    /// `len` contiguous bytes of VMEM from `start`.
+    pub fn vmem(start: u64, len: u64) -> Access {
+        Access {
+            space: Space::Vmem,
+            start,
+            row_bytes: len,
+            stride: len,
+            rows: 1,
+        }
+    }
+    /// `len` contiguous bytes of HBM from `start`.
+    pub fn hbm(start: u64, len: u64) -> Access {
+        Access {
+            space: Space::Hbm,
+            ..Access::vmem(start, len)
+        }
+    }
+    /// `rows` runs of `row_bytes` bytes, `stride` apart, in VMEM.
+    pub fn vmem_rows(start: u64, row_bytes: u64, stride: u64, rows: u64) -> Access {
+        Access {
+            space: Space::Vmem,
+            start,
+            row_bytes,
+            stride,
+            rows,
+        }
+    }
+    fn end(&self) -> u64 {
+        self.start + self.rows.saturating_sub(1) * self.stride + self.row_bytes
+    }
+    /// Whether the two may share a byte (exact for equal strides, else conservative).
+    pub fn overlaps(&self, o: &Access) -> bool {
+        if self.space != o.space || self.row_bytes == 0 || o.row_bytes == 0 || self.rows == 0 {
+            return false;
+        }
+        if self.end() <= o.start || o.end() <= self.start {
+            return false;
+        }
+        if self.rows == 1 && o.rows == 1 {
+            return true;
+        }
+        // The period both repeat with (a single run repeats with any period).
+        let s = match (self.rows, o.rows) {
+            (1, _) => o.stride,
+            (_, 1) => self.stride,
+            _ if self.stride == o.stride => self.stride,
+            _ => return true,
+        };
+        if s >= self.row_bytes.max(1) && s >= o.row_bytes.max(1) {
+            // Compare phases on the circle of one period.
+            let a = self.start % s;
+            let b = o.start % s;
+            let hits = |x: u64, xl: u64, y: u64| (y + s - x) % s < xl;
+            return hits(a, self.row_bytes, b) || hits(b, o.row_bytes, a);
+        }
+        true
+    }
+}
+
+struct Pending {
+    pc: u32,
+    queue: Queue,
+    reads: Vec<Access>,
+    writes: Vec<Access>,
+    sem: Option<u8>,
+}
+
+/// Semaphores the compiler hands out (all of the ISA's 32).
+const SEMS: usize = 32;
+/// First and last scalar register used for address bases.
+const REG_LO: u8 = 1;
+const REG_HI: u8 = 27;
+/// Pending instructions kept per queue before the oldest is retired with a wait.
+const MAX_PENDING_PER_QUEUE: usize = 64;
+
+/// See the module docs.
+pub struct Emitter {
+    /// The program being built.
+    pub b: Builder,
+    pending: Vec<Pending>,
+    /// Per semaphore: `None` while a producer holds it, else the pc it became free at.
+    sem_free: [Option<u32>; SEMS],
+    regs: [Option<u64>; 32],
+    victim: u8,
+    /// Counters for the compile report.
+    pub stats: EmitStats,
+}
+
+/// What the emitter added to keep the program correct.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EmitStats {
+    /// `sem.wait` instructions emitted for cross-unit dependencies.
+    pub waits: u64,
+    /// `fence` instructions emitted.
+    pub fences: u64,
+    /// `s.li` instructions emitted for address bases.
+    pub base_loads: u64,
+}
+
+impl Default for Emitter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Emitter {
+    /// An empty program.
+    pub fn new() -> Emitter {
+        let mut regs = [None; 32];
+        regs[0] = Some(0);
+        Emitter {
+            b: Builder::new(),
+            pending: Vec::new(),
+            sem_free: [Some(0); SEMS],
+            regs,
+            victim: REG_LO,
+            stats: EmitStats::default(),
+        }
+    }
+
+    /// Emits a sequencer instruction (no memory effects the emitter tracks).
+    pub fn seq(&mut self, i: Inst) -> u32 {
+        self.b.emit(i)
+    }
+
+    /// Emits a unit instruction on `queue` that reads `reads` and writes `writes`, after
+    /// ordering it behind every pending instruction it conflicts with.
+    pub fn unit(&mut self, i: Inst, queue: Queue, reads: &[Access], writes: &[Access]) -> u32 {
+        let mut k = 0;
+        while k < self.pending.len() {
+            let p = &self.pending[k];
+            let ordered = p.queue == queue && queue != Queue::Dma;
+            let conflict = !ordered
+                && (p
+                    .writes
+                    .iter()
+                    .any(|w| reads.iter().chain(writes).any(|x| x.overlaps(w)))
+                    || p.reads.iter().any(|r| writes.iter().any(|x| x.overlaps(r))));
+            if conflict {
+                if self.sync(k) {
+                    // A fence cleared everything.
+                    break;
+                }
+            } else {
+                k += 1;
+            }
+        }
+        // Retire the oldest pending instruction of this queue past the cap (it is long done by
+        // now, so the wait costs an issue slot, not a stall): keeps the conflict scan short.
+        if self.pending.iter().filter(|p| p.queue == queue).count() >= MAX_PENDING_PER_QUEUE {
+            if let Some(k) = self.pending.iter().position(|p| p.queue == queue) {
+                self.sync(k);
+            }
+        }
+        let pc = self.b.emit(i);
+        self.pending.push(Pending {
+            pc,
+            queue,
+            reads: reads.to_vec(),
+            writes: writes.to_vec(),
+            sem: None,
+        });
+        pc
+    }
+
+    /// Waits (on the sequencer) until pending instruction `k` has completed; returns true if
+    /// that took a fence (every pending instruction is then complete).
+    fn sync(&mut self, k: usize) -> bool {
+        let pc = self.pending[k].pc;
+        let sem = self
+            .sem_free
+            .iter()
+            .position(|f| matches!(f, Some(at) if *at <= pc));
+        let Some(s) = sem else {
+            self.fence();
+            return true;
+        };
+        let p = self.pending.remove(k);
+        debug_assert!(p.sem.is_none());
+        let patched = self
+            .b
+            .inst_mut(p.pc)
+            .map(|i| i.set_sync("signal", Some(Sem(s as u8))))
+            .unwrap_or(false);
+        if !patched {
+            // Cannot happen for unit instructions; stay correct anyway.
+            self.fence();
+            return true;
+        }
+        let at = self.b.emit(Inst::SemWait {
+            sem: Sem(s as u8),
+            n: 1,
+        });
+        self.sem_free[s] = Some(at);
+        self.stats.waits += 1;
+        false
+    }
+
+    /// Waits for every issued instruction.
+    pub fn fence(&mut self) {
+        self.b.emit(Inst::Fence {});
+        self.pending.clear();
+        self.stats.fences += 1;
+    }
+
+    /// A register holding a value within `range` below `addr` (loading one if needed).
+    fn base_for(&mut self, addr: u64, window: u64) -> (SReg, i64) {
+        if addr < window {
+            return (SReg(0), addr as i64);
+        }
+        for r in REG_LO..=REG_HI {
+            if let Some(v) = self.regs[r as usize] {
+                if addr >= v && addr - v < window {
+                    return (SReg(r), (addr - v) as i64);
+                }
+            }
+        }
+        let r = self.victim;
+        self.victim = if r == REG_HI { REG_LO } else { r + 1 };
+        let base = addr - addr % window;
+        self.b.emit(Inst::SLi {
+            rd: SReg(r),
+            imm: base as i64,
+        });
+        self.regs[r as usize] = Some(base);
+        self.stats.base_loads += 1;
+        (SReg(r), (addr - base) as i64)
+    }
+
+    /// A VMEM operand for byte address `addr`.
+    pub fn vaddr(&mut self, addr: u64) -> VAddr {
+        let (base, off) = self.base_for(addr, 1 << 15);
+        VAddr {
+            base,
+            off: off as i32,
+        }
+    }
+
+    /// An accumulator row operand.
+    pub fn accaddr(&mut self, row: u64) -> AccAddr {
+        let (base, off) = self.base_for(row, 1 << 15);
+        AccAddr {
+            base,
+            off: off as i32,
+        }
+    }
+
+    /// A memory reference for `addr` in `space`.
+    pub fn memref(&mut self, space: Space, addr: u64) -> MemRef {
+        let (base, off) = self.base_for(addr, 1 << 31);
+        MemRef { space, base, off }
+    }
+
+    /// Finishes the program: `halt` (which waits for every unit) and validation.
+    pub fn finish(mut self) -> CResult<isa::Program> {
+        self.b.end_hlo();
+        self.b.emit(Inst::Halt {});
+        self.b
+            .finish()
+            .map_err(|e| CompileError::Internal(format!("emitted program is invalid: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_stride_tiles_side_by_side_do_not_overlap() {
+        // Two 16-byte column blocks of one 64-byte-wide matrix.
+        let a = Access::vmem_rows(0, 16, 64, 8);
+        let b = Access::vmem_rows(16, 16, 64, 8);
+        assert!(!a.overlaps(&b));
+        assert!(a.overlaps(&Access::vmem_rows(8, 16, 64, 8)));
+        assert!(a.overlaps(&Access::vmem(64 * 3 + 15, 1)));
+        assert!(!a.overlaps(&Access::vmem(64 * 3 + 16, 1)));
+        assert!(!a.overlaps(&Access::hbm(0, 16)));
+    }
+}

@@ -1,0 +1,426 @@
+//! Data movement: broadcast, transpose, slice, concatenate, pad and reverse.
+//!
+//! Fast forms first: a broadcast over leading dimensions is `vpu.bcast` (a row repeated), a
+//! transpose that collapses to a (batched) 2-D transpose is `vpu.transpose`, a concatenation is
+//! one strided DMA per operand. Everything else is a general permutation: an index table
+//! (computed by the compiler, one u32 per output element, placed in HBM and copied to VMEM)
+//! and `vpu.gather` on the cross-lane unit. The table's cost (its DMA and VMEM) is real.
+
+use super::elementwise::chunks;
+use super::emit::{Access, Queue};
+use super::{Buf, Lowerer, Val};
+use crate::error::CResult;
+use hlo::{InstId, Opcode};
+use isa::Inst;
+use isa::Space;
+use isa::{DmaDesc, DmaDim};
+
+/// Row-major strides of `dims` (in elements).
+pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1];
+    }
+    s
+}
+
+/// Calls `f(index, flat)` for every index of `dims` in row-major order.
+fn for_each_index(dims: &[usize], mut f: impl FnMut(&[usize], usize)) {
+    let n: usize = dims.iter().product();
+    let mut idx = vec![0usize; dims.len()];
+    for flat in 0..n {
+        f(&idx, flat);
+        for d in (0..dims.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < dims[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+impl Lowerer<'_> {
+    /// `dst[i] = src[table[i]]` with `vpu.gather`.
+    pub(crate) fn gather_table(&mut self, dst: &Buf, src: &Buf, table: &[u32]) -> CResult<()> {
+        let t = self.vty(dst.ty)?;
+        let tb = self.index_table(table)?;
+        let w = dst.ty.byte_size() as u64;
+        for (s, n) in chunks(dst.elems()) {
+            let d = self.e.vaddr(dst.addr + s * w);
+            let a = self.e.vaddr(src.addr);
+            let idx = self.e.vaddr(tb.addr + s * 4);
+            self.e.unit(
+                Inst::VGather {
+                    dst: d,
+                    a,
+                    idx,
+                    n,
+                    t,
+                    wait: None,
+                    signal: None,
+                },
+                Queue::Vpu,
+                &[src.access(), Access::vmem(tb.addr + s * 4, n as u64 * 4)],
+                &[Access::vmem(dst.addr + s * w, n as u64 * w)],
+            );
+        }
+        Ok(())
+    }
+
+    /// A buffer of `n` copies of the one element of `src`.
+    pub(crate) fn splat(&mut self, src: &Buf, n: u64) -> CResult<Buf> {
+        let out = self.tmp(src.ty, vec![n as usize])?;
+        self.bcast_rows(&out, src, n)?;
+        Ok(out)
+    }
+
+    /// `dst` = `rows` copies of the row `src` (`vpu.bcast`).
+    fn bcast_rows(&mut self, dst: &Buf, src: &Buf, rows: u64) -> CResult<()> {
+        let t = self.vty(dst.ty)?;
+        let row = src.elems();
+        let w = dst.ty.byte_size() as u64;
+        if row >= 1 << 20 {
+            return Err(self.unsupported("broadcast of a row of 2^20 or more elements"));
+        }
+        // Rows per instruction so that each covers at most one VPU chunk.
+        let per = (super::VPU_CHUNK / row.max(1)).clamp(1, (1 << 20) - 1);
+        let mut r = 0;
+        while r < rows {
+            let k = per.min(rows - r);
+            let d = self.e.vaddr(dst.addr + r * row * w);
+            let a = self.e.vaddr(src.addr);
+            self.e.unit(
+                Inst::VBcast {
+                    dst: d,
+                    a,
+                    n: row as u32,
+                    rows: k as u32,
+                    t,
+                    wait: None,
+                    signal: None,
+                },
+                Queue::Vpu,
+                &[src.access()],
+                &[Access::vmem(dst.addr + r * row * w, k * row * w)],
+            );
+            r += k;
+        }
+        Ok(())
+    }
+
+    /// `dst = transpose(src, perm)` (`dst.dims[i] = src.dims[perm[i]]`).
+    pub(crate) fn permute_into(&mut self, dst: &Buf, src: &Buf, perm: &[usize]) -> CResult<()> {
+        // Size-1 dimensions do not move data: drop them and renumber the rest, then merge runs
+        // of output dimensions that stay adjacent and in order in the source.
+        let kept: Vec<usize> = (0..src.dims.len()).filter(|&d| src.dims[d] != 1).collect();
+        let renum = |d: usize| kept.iter().position(|&k| k == d);
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for r in perm.iter().filter_map(|&p| renum(p)) {
+            match groups.last_mut() {
+                Some(g) if *g.last().expect("non-empty") + 1 == r => g.push(r),
+                _ => groups.push(vec![r]),
+            }
+        }
+        let size = |g: &Vec<usize>| g.iter().map(|&d| src.dims[kept[d]]).product::<usize>();
+        let mut order: Vec<usize> = (0..groups.len()).collect();
+        order.sort_by_key(|&k| groups[k][0]);
+        // rank[k] = position in the source of output group k.
+        let mut rank = vec![0; groups.len()];
+        for (r, &k) in order.iter().enumerate() {
+            rank[k] = r;
+        }
+        let t = self.vty(dst.ty)?;
+        let w = dst.ty.byte_size() as u64;
+        match rank.as_slice() {
+            r if r.windows(2).all(|w| w[0] < w[1]) => {
+                let a = src.with_dims(dst.dims.clone());
+                self.vpu_map(dst, &[&a], &mut |d, s, n| Inst::VMov {
+                    dst: d,
+                    a: s[0],
+                    n,
+                    t,
+                    wait: None,
+                    signal: None,
+                });
+                return Ok(());
+            }
+            [1, 0] | [0, 2, 1] => {
+                let (p, a, b) = if rank.len() == 2 {
+                    (1, size(&groups[1]), size(&groups[0]))
+                } else {
+                    (size(&groups[0]), size(&groups[2]), size(&groups[1]))
+                };
+                // src is [p][a][b], dst is [p][b][a].
+                let plane = (a * b) as u64;
+                if p <= 1024 && plane <= super::VPU_CHUNK && a < 1 << 20 && b < 1 << 20 {
+                    for k in 0..p as u64 {
+                        let d = self.e.vaddr(dst.addr + k * plane * w);
+                        let s = self.e.vaddr(src.addr + k * plane * w);
+                        self.e.unit(
+                            Inst::VTranspose {
+                                dst: d,
+                                a: s,
+                                rows: a as u32,
+                                cols: b as u32,
+                                t,
+                                wait: None,
+                                signal: None,
+                            },
+                            Queue::Vpu,
+                            &[Access::vmem(src.addr + k * plane * w, plane * w)],
+                            &[Access::vmem(dst.addr + k * plane * w, plane * w)],
+                        );
+                    }
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        // General: an index table.
+        let ss = strides(&src.dims);
+        let mut table = Vec::with_capacity(dst.elems() as usize);
+        self.check_table(dst.elems())?;
+        for_each_index(&dst.dims, |idx, _| {
+            let mut off = 0;
+            for (i, &p) in perm.iter().enumerate() {
+                off += idx[i] * ss[p];
+            }
+            table.push(off as u32);
+        });
+        self.gather_table(dst, src, &table)
+    }
+
+    fn check_table(&self, n: u64) -> CResult<()> {
+        if n > u32::MAX as u64 {
+            return Err(self.unsupported("a permutation of 2^32 or more elements"));
+        }
+        Ok(())
+    }
+
+    /// A strided copy within VMEM: `outer` chunks of `len` bytes.
+    fn dma_rows(
+        &mut self,
+        dst: u64,
+        src: u64,
+        len: u64,
+        outer: u64,
+        src_stride: u64,
+        dst_stride: u64,
+    ) {
+        if len == 0 || outer == 0 {
+            return;
+        }
+        let dims = if outer > 1 {
+            vec![DmaDim {
+                count: outer as u32,
+                src_stride: src_stride as i64,
+                dst_stride: dst_stride as i64,
+            }]
+        } else {
+            vec![]
+        };
+        let desc = self.e.b.dma_desc(DmaDesc {
+            len: len as u32,
+            dims,
+        });
+        let d = self.e.memref(Space::Vmem, dst);
+        let s = self.e.memref(Space::Vmem, src);
+        self.e.unit(
+            Inst::DmaCopy {
+                dst: d,
+                src: s,
+                desc,
+                wait: None,
+                signal: None,
+            },
+            Queue::Dma,
+            &[Access::vmem_rows(src, len, src_stride.max(len), outer)],
+            &[Access::vmem_rows(dst, len, dst_stride.max(len), outer)],
+        );
+    }
+}
+
+/// Lowers data-movement instructions; `None` if `h` is not one.
+pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
+    let inst = &l.m.entry().insts[h];
+    let op = inst.opcode;
+    let ops = inst.operands.clone();
+    let attrs = inst.attrs.clone();
+    if !matches!(
+        op,
+        Opcode::Broadcast
+            | Opcode::Transpose
+            | Opcode::Slice
+            | Opcode::Concatenate
+            | Opcode::Pad
+            | Opcode::Reverse
+    ) {
+        return Ok(None);
+    }
+    let (ty, dims) = l.out_shape(h)?;
+    let src = l.arr(ops[0])?;
+    let out = l.new_buf(h, ty, dims.clone())?;
+    match op {
+        Opcode::Broadcast => {
+            let bd: Vec<usize> = attrs
+                .dimensions
+                .unwrap_or_default()
+                .iter()
+                .map(|&d| d as usize)
+                .collect();
+            let r = dims.len();
+            let k = bd.len();
+            let increasing = bd.windows(2).all(|w| w[0] < w[1]);
+            let trailing = bd.iter().enumerate().all(|(i, &d)| d == r - k + i);
+            if src.elems() == 1 {
+                l.bcast_rows(&out, &src, out.elems())?;
+            } else if increasing && trailing {
+                let rows = out.elems() / src.elems().max(1);
+                l.bcast_rows(&out, &src, rows)?;
+            } else if increasing {
+                // Broadcast to [other dims..., operand dims...], then permute into place.
+                let others: Vec<usize> = (0..r).filter(|d| !bd.contains(d)).collect();
+                let mut tdims: Vec<usize> = others.iter().map(|&d| dims[d]).collect();
+                tdims.extend(bd.iter().map(|&d| dims[d]));
+                let tmp = l.tmp(ty, tdims)?;
+                let rows = tmp.elems() / src.elems().max(1);
+                l.bcast_rows(&tmp, &src, rows)?;
+                // Output dim d comes from tmp dim pos(d).
+                let mut from = vec![0; r];
+                for (i, &d) in others.iter().chain(bd.iter()).enumerate() {
+                    from[d] = i;
+                }
+                l.permute_into(&out, &tmp, &from)?;
+            } else {
+                let ss = strides(&src.dims);
+                let mut table = Vec::new();
+                l.check_table(out.elems())?;
+                for_each_index(&dims, |idx, _| {
+                    let off: usize = bd.iter().enumerate().map(|(i, &d)| idx[d] * ss[i]).sum();
+                    table.push(off as u32);
+                });
+                l.gather_table(&out, &src, &table)?;
+            }
+        }
+        Opcode::Transpose => {
+            let perm: Vec<usize> = attrs
+                .dimensions
+                .unwrap_or_default()
+                .iter()
+                .map(|&d| d as usize)
+                .collect();
+            l.permute_into(&out, &src, &perm)?;
+        }
+        Opcode::Slice => {
+            let sl = attrs.slice.unwrap_or_default();
+            let ss = strides(&src.dims);
+            let mut table = Vec::new();
+            l.check_table(out.elems())?;
+            for_each_index(&dims, |idx, _| {
+                let off: usize = idx
+                    .iter()
+                    .enumerate()
+                    .map(|(d, &i)| {
+                        (sl[d].start as usize + i * sl[d].stride.max(1) as usize) * ss[d]
+                    })
+                    .sum();
+                table.push(off as u32);
+            });
+            l.gather_table(&out, &src, &table)?;
+        }
+        Opcode::Reverse => {
+            let rd: Vec<usize> = attrs
+                .dimensions
+                .unwrap_or_default()
+                .iter()
+                .map(|&d| d as usize)
+                .collect();
+            let ss = strides(&src.dims);
+            let mut table = Vec::new();
+            l.check_table(out.elems())?;
+            for_each_index(&dims, |idx, _| {
+                let off: usize = idx
+                    .iter()
+                    .enumerate()
+                    .map(|(d, &i)| if rd.contains(&d) { dims[d] - 1 - i } else { i } * ss[d])
+                    .sum();
+                table.push(off as u32);
+            });
+            l.gather_table(&out, &src, &table)?;
+        }
+        Opcode::Concatenate => {
+            let d = attrs
+                .dimensions
+                .unwrap_or_default()
+                .first()
+                .copied()
+                .unwrap_or(0) as usize;
+            let w = ty.byte_size() as u64;
+            let outer: u64 = dims[..d].iter().product::<usize>() as u64;
+            let out_row = dims[d..].iter().product::<usize>() as u64 * w;
+            let mut at = 0u64;
+            for o in ops {
+                let b = l.arr(o)?;
+                let row = b.dims[d..].iter().product::<usize>() as u64 * w;
+                if row >= 1 << 32 || outer >= 1 << 32 {
+                    return Err(l.unsupported("concatenate of pieces of 4 GiB or more"));
+                }
+                l.dma_rows(out.addr + at, b.addr, row, outer, row, out_row);
+                at += row;
+            }
+        }
+        Opcode::Pad => {
+            // Gather from [operand..., padding value]: handles negative and interior padding.
+            let pv = l.arr(ops[1])?;
+            let pads = attrs.padding.unwrap_or_default();
+            let n = src.elems();
+            let comb = l.tmp(ty, vec![n as usize + 1])?;
+            let t = l.vty(ty)?;
+            let a = src.with_dims(vec![n as usize]);
+            let head = comb.with_dims(vec![n as usize]);
+            l.vpu_map(&head, &[&a], &mut |d, s, k| Inst::VMov {
+                dst: d,
+                a: s[0],
+                n: k,
+                t,
+                wait: None,
+                signal: None,
+            });
+            let tail = Buf {
+                addr: comb.addr + n * ty.byte_size() as u64,
+                dims: vec![1],
+                ..comb.clone()
+            };
+            l.vpu_map(&tail, &[&pv], &mut |d, s, k| Inst::VMov {
+                dst: d,
+                a: s[0],
+                n: k,
+                t,
+                wait: None,
+                signal: None,
+            });
+            let ss = strides(&src.dims);
+            let mut table = Vec::new();
+            l.check_table(out.elems())?;
+            for_each_index(&dims, |idx, _| {
+                let mut off = 0usize;
+                let mut inside = true;
+                for (dd, &i) in idx.iter().enumerate() {
+                    let p = &pads[dd];
+                    let step = p.interior as i64 + 1;
+                    let rel = i as i64 - p.lo;
+                    if rel < 0 || rel % step != 0 || rel / step >= src.dims[dd] as i64 {
+                        inside = false;
+                        break;
+                    }
+                    off += (rel / step) as usize * ss[dd];
+                }
+                table.push(if inside { off as u32 } else { n as u32 });
+            });
+            l.gather_table(&out, &comb, &table)?;
+        }
+        _ => unreachable!("filtered above"),
+    }
+    Ok(Some(Val::Array(out)))
+}

@@ -1,0 +1,140 @@
+//! `reduce` on the VPU's cross-lane unit: the operand is permuted so the reduced dimensions
+//! come last (a no-op when they already do), each row is reduced with `vpu.reduce`, and the
+//! init value is combined last: `out[r] = op(reduce(row r), init)`. The reducer must be one
+//! binary op of its two parameters (add, multiply, minimum, maximum, and, or, xor); variadic
+//! reductions and other reducers are not supported yet.
+
+use super::emit::{Access, Queue};
+use super::{Lowerer, Val, VPU_CHUNK};
+use crate::error::CResult;
+use hlo::{InstId, Module, Opcode};
+use isa::Inst;
+use isa::RedOp;
+
+/// The binary opcode a reducer computation applies to its two parameters, if that is all it
+/// does.
+pub fn reducer_op(m: &Module, comp: hlo::CompId) -> Option<Opcode> {
+    let c = &m.comps[comp];
+    let root = &c.insts[c.root];
+    if root.operands.len() != 2 {
+        return None;
+    }
+    let params: Vec<i64> = root
+        .operands
+        .iter()
+        .filter_map(|&o| {
+            let i = &c.insts[o];
+            (i.opcode == Opcode::Parameter).then(|| i.attrs.parameter_number.unwrap_or(-1))
+        })
+        .collect();
+    let mut sorted = params.clone();
+    sorted.sort();
+    (sorted == [0, 1]).then_some(root.opcode)
+}
+
+fn red_op(op: Opcode) -> Option<RedOp> {
+    Some(match op {
+        Opcode::Add => RedOp::Add,
+        Opcode::Multiply => RedOp::Mul,
+        Opcode::Minimum => RedOp::Min,
+        Opcode::Maximum => RedOp::Max,
+        Opcode::And => RedOp::And,
+        Opcode::Or => RedOp::Or,
+        Opcode::Xor => RedOp::Xor,
+        _ => return None,
+    })
+}
+
+/// Lowers `reduce`; `None` if `h` is not one.
+pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
+    let inst = &l.m.entry().insts[h];
+    if inst.opcode != Opcode::Reduce {
+        return Ok(None);
+    }
+    if inst.operands.len() != 2 {
+        return Err(l.unsupported("variadic reduce"));
+    }
+    let comp = inst.attrs.to_apply.expect("verified reduce has to_apply");
+    let op = reducer_op(l.m, comp)
+        .filter(|&o| red_op(o).is_some())
+        .ok_or_else(|| {
+            l.unsupported("reduce whose reducer is not one add/multiply/min/max/and/or/xor")
+        })?;
+    let rop = red_op(op).expect("filtered");
+    let rdims: Vec<usize> = inst
+        .attrs
+        .dimensions
+        .clone()
+        .unwrap_or_default()
+        .iter()
+        .map(|&d| d as usize)
+        .collect();
+    let src = l.arr(inst.operands[0])?;
+    let init = l.arr(inst.operands[1])?;
+    let (ty, dims) = l.out_shape(h)?;
+    let t = l.vty(ty)?;
+    let kdims: Vec<usize> = (0..src.dims.len()).filter(|d| !rdims.contains(d)).collect();
+    let mut perm = kdims.clone();
+    let mut sorted_r = rdims.clone();
+    sorted_r.sort();
+    perm.extend(sorted_r.iter().copied());
+    let rows: u64 = kdims.iter().map(|&d| src.dims[d] as u64).product();
+    let cols: u64 = sorted_r.iter().map(|&d| src.dims[d] as u64).product();
+    let out = l.new_buf(h, ty, dims)?;
+    if rows == 0 {
+        return Ok(Some(Val::Array(out)));
+    }
+    let init_rows = l.splat(&init, rows)?;
+    if cols == 0 {
+        let a = init_rows.clone();
+        l.vpu_map(&out, &[&a], &mut |d, s, n| Inst::VMov {
+            dst: d,
+            a: s[0],
+            n,
+            t,
+            wait: None,
+            signal: None,
+        });
+        return Ok(Some(Val::Array(out)));
+    }
+    if cols >= 1 << 20 {
+        return Err(l.unsupported("reduce over 2^20 or more elements per result"));
+    }
+    let identity = perm.iter().enumerate().all(|(i, &p)| i == p);
+    let a = if identity {
+        src.clone()
+    } else {
+        let pd: Vec<usize> = perm.iter().map(|&p| src.dims[p]).collect();
+        let tmp = l.tmp(src.ty, pd)?;
+        l.permute_into(&tmp, &src, &perm)?;
+        tmp
+    };
+    let red = l.tmp(ty, vec![rows as usize])?;
+    let w = ty.byte_size() as u64;
+    let per = (VPU_CHUNK / cols).clamp(1, (1 << 20) - 1);
+    let mut r = 0;
+    while r < rows {
+        let k = per.min(rows - r);
+        let d = l.e.vaddr(red.addr + r * w);
+        let s = l.e.vaddr(a.addr + r * cols * w);
+        l.e.unit(
+            Inst::VReduce {
+                dst: d,
+                a: s,
+                rows: k as u32,
+                cols: cols as u32,
+                t,
+                op: rop,
+                wait: None,
+                signal: None,
+            },
+            Queue::Vpu,
+            &[Access::vmem(a.addr + r * cols * w, k * cols * w)],
+            &[Access::vmem(red.addr + r * w, k * w)],
+        );
+        r += k;
+    }
+    let out_flat = out.with_dims(vec![rows as usize]);
+    l.binop(op, &out_flat, &red, &init_rows)?;
+    Ok(Some(Val::Array(out)))
+}

@@ -1,0 +1,103 @@
+//! Inlines `call` and `fusion` into the entry computation: the chip has one flat program per
+//! core, and lowering fuses on its own terms. The callee's instructions are copied (renamed
+//! `NAME.N` where a name is taken), its parameters replaced by the call's operands, and the
+//! call's uses pointed at the copy of the callee's root. Repeats until none is left, so nested
+//! calls inline too. The dead call instructions are left to [`super::dce`].
+
+use super::replace_uses;
+use crate::error::CResult;
+use crate::pass::Pass;
+use hlo::{InstId, Module, Opcode};
+use std::collections::{HashMap, HashSet};
+
+/// See the module docs.
+pub struct InlineCalls;
+
+impl Pass for InlineCalls {
+    fn name(&self) -> &'static str {
+        "inline-calls"
+    }
+
+    fn run(&self, m: &mut Module) -> CResult<bool> {
+        let mut changed = false;
+        let entry = m.entry;
+        let mut names: HashSet<String> = m.comps[entry]
+            .insts
+            .values()
+            .map(|i| i.name.clone())
+            .collect();
+        // Each round inlines the calls present at its start; bounded by the call depth, which
+        // the verifier bounds (no recursion).
+        loop {
+            let calls: Vec<InstId> = m.comps[entry]
+                .insts
+                .iter()
+                .filter(|(_, i)| matches!(i.opcode, Opcode::Call | Opcode::Fusion))
+                .filter(|(h, _)| is_used(&m.comps[entry], *h))
+                .map(|(h, _)| h)
+                .collect();
+            if calls.is_empty() {
+                break;
+            }
+            for call in calls {
+                let ci = m.comps[entry].insts[call].clone();
+                let Some(callee) = ci.attrs.to_apply.or(ci.attrs.calls) else {
+                    continue;
+                };
+                let callee = m.comps[callee].clone();
+                let mut map: HashMap<InstId, InstId> = HashMap::new();
+                let order = callee.post_order().unwrap_or_default();
+                for h in order {
+                    let src = &callee.insts[h];
+                    if src.opcode == Opcode::Parameter {
+                        let n = src.attrs.parameter_number.unwrap_or(0) as usize;
+                        if let Some(&op) = ci.operands.get(n) {
+                            map.insert(h, op);
+                        }
+                        continue;
+                    }
+                    let mut ni = src.clone();
+                    ni.operands = src.operands.iter().map(|o| map[o]).collect();
+                    ni.attrs.control_predecessors = src
+                        .attrs
+                        .control_predecessors
+                        .iter()
+                        .filter_map(|o| map.get(o).copied())
+                        .collect();
+                    ni.name = fresh_name(&mut names, &src.name);
+                    // Keep the call's place for error messages when the callee has none.
+                    if ni.span.is_none() {
+                        ni.span = ci.span;
+                    }
+                    let nh = m.comps[entry].insts.push(ni);
+                    map.insert(h, nh);
+                }
+                let new_root = map[&callee.root];
+                replace_uses(&mut m.comps[entry], call, new_root);
+                changed = true;
+            }
+        }
+        Ok(changed)
+    }
+}
+
+fn is_used(c: &hlo::Computation, h: InstId) -> bool {
+    c.root == h
+        || c.insts
+            .values()
+            .any(|i| i.operands.contains(&h) || i.attrs.control_predecessors.contains(&h))
+}
+
+fn fresh_name(names: &mut HashSet<String>, base: &str) -> String {
+    if names.insert(base.to_string()) {
+        return base.to_string();
+    }
+    let mut n = 1;
+    loop {
+        let cand = format!("{base}.i{n}");
+        if names.insert(cand.clone()) {
+            return cand;
+        }
+        n += 1;
+    }
+}

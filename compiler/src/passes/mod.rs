@@ -1,0 +1,29 @@
+//! HLO-to-HLO passes, one file each, run in the order of [`crate::pass::pipeline`].
+
+pub mod dce;
+pub mod inline_calls;
+pub mod simplify;
+
+use hlo::{Computation, InstId};
+
+/// Points every use of `old` (operands, control edges, the root) at `new`.
+pub(crate) fn replace_uses(c: &mut Computation, old: InstId, new: InstId) {
+    for h in c.insts.handles().collect::<Vec<_>>() {
+        let i = &mut c.insts[h];
+        if h == new {
+            continue;
+        }
+        for o in i
+            .operands
+            .iter_mut()
+            .chain(i.attrs.control_predecessors.iter_mut())
+        {
+            if *o == old {
+                *o = new;
+            }
+        }
+    }
+    if c.root == old {
+        c.root = new;
+    }
+}
