@@ -38,9 +38,13 @@ pub struct EvalArgs {
 pub struct ConformanceArgs {
     /// Corpus folder: one sub-folder per case (module.hlo + case.json).
     pub dir: PathBuf,
-    /// Engine to run the cases on (only `eval`, the reference evaluator, so far).
+    /// Engine to run the cases on: `eval` (the reference evaluator) or `sim` (compiled for
+    /// the chip and simulated; f32 dots use 6 bf16 passes so the corpus tolerances apply).
     #[arg(long, default_value = "eval")]
     pub engine: String,
+    /// Architecture preset or JSON file for `--engine sim`.
+    #[arg(long, default_value = "tpu-v4")]
+    pub arch: String,
     /// Print a JSON report of every case before the summary line.
     #[arg(long)]
     pub json: bool,
@@ -203,9 +207,12 @@ fn run_one(dir: &Path, opts: &EvalOptions) -> CaseOutcome {
 
 /// `systole conformance`.
 pub fn conformance(a: ConformanceArgs) -> anyhow::Result<Outcome> {
+    if a.engine == "sim" {
+        return crate::cmd_run::conformance_sim(&a.dir, &a.arch, a.json);
+    }
     if a.engine != "eval" {
         return Err(UserError(format!(
-            "engine {:?} is not supported yet by `systole conformance` (only \"eval\")",
+            "engine {:?} is not supported by `systole conformance` (\"eval\" or \"sim\")",
             a.engine
         ))
         .into());

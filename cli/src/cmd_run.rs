@@ -235,6 +235,159 @@ fn summary(l: &Literal, full: bool) -> String {
     format!("{head} ... ({} characters; --full prints all)", text.len())
 }
 
+/// Why a compiled run did not finish.
+pub enum ExecError {
+    /// Deadlock or cycle limit: a check failed (exit 1).
+    Check(String),
+    /// Bad input or a simulator refusal (exit 2).
+    User(String),
+}
+
+/// A finished run on the chip.
+pub struct Execution {
+    /// Cycles and events.
+    pub run: sim::RunResult,
+    /// The simulator after the run (statistics, memories).
+    pub system: System,
+    /// The result read back from HBM (functional runs).
+    pub result: Option<Literal>,
+    /// Host seconds the simulation took.
+    pub wall_seconds: f64,
+}
+
+/// Loads `args` into HBM where the compiler put the parameters, runs the program on one chip
+/// and reads the result back.
+pub fn execute(
+    c: &Compiled,
+    arch: &arch::ArchConfig,
+    args: &[Literal],
+    opts: SimOptions,
+    trace: Option<Box<dyn TraceSink>>,
+) -> Result<Execution, ExecError> {
+    if args.len() != c.io.params.len() {
+        return Err(ExecError::User(format!(
+            "{} arguments for {} parameters",
+            args.len(),
+            c.io.params.len()
+        )));
+    }
+    let functional = opts.functional;
+    let mut sys = System::new(arch, c.program.clone(), 1, opts).map_err(|e| ExecError::User(e.to_string()))?;
+    if functional {
+        let mut writes = Vec::new();
+        for (place, lit) in c.io.params.iter().zip(args) {
+            compiler::io::literal_bytes(place, lit, &mut writes)
+                .map_err(|e| ExecError::User(format!("argument: {e}")))?;
+        }
+        for (addr, bytes) in writes {
+            sys.write_hbm(0, addr, &bytes).map_err(|e| ExecError::User(e.to_string()))?;
+        }
+    }
+    if let Some(t) = trace {
+        sys.set_trace(t);
+    }
+    let started = std::time::Instant::now();
+    let run = match sys.run() {
+        Ok(r) => r,
+        Err(e @ (SimError::Deadlock(_) | SimError::Timeout(_))) => return Err(ExecError::Check(e.to_string())),
+        Err(e) => return Err(ExecError::User(format!("simulation: {e}"))),
+    };
+    let wall_seconds = started.elapsed().as_secs_f64();
+    let result = if functional {
+        let hbm = sys.hbm(0).expect("chip 0");
+        Some(
+            compiler::io::read_literal(&c.io.result, &mut |addr, len| hbm.read_vec(addr, len).ok())
+                .map_err(|e| ExecError::User(format!("reading the result: {e}")))?,
+        )
+    } else {
+        None
+    };
+    Ok(Execution {
+        run,
+        system: sys,
+        result,
+        wall_seconds,
+    })
+}
+
+/// `systole conformance DIR --engine sim`: every case compiled and run on one chip, f32 dots
+/// with 6 bf16 passes (the forcing flag), outputs checked under the case's own check.
+pub fn conformance_sim(dir: &Path, arch_name: &str, json: bool) -> anyhow::Result<Outcome> {
+    let arch = arch::ArchConfig::resolve(arch_name, &[] as &[String]).map_err(|e| user(e.to_string()))?;
+    let dirs = hlo::case::case_dirs(dir).map_err(|e| user(e.to_string()))?;
+    if dirs.is_empty() {
+        return Err(user(format!("{}: no case folders (with case.json) found", dir.display())));
+    }
+    let opts = CompileOptions {
+        f32_dot_passes: 6,
+        ..CompileOptions::default()
+    };
+    let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
+    let mut report = Vec::new();
+    for d in &dirs {
+        let name = d.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let (status, msg) = conformance_case(d, &arch, &opts);
+        match status {
+            "pass" => passed += 1,
+            "unsupported" => {
+                skipped += 1;
+                println!("SKIP {name}: {msg}");
+            }
+            _ => {
+                failed += 1;
+                println!("FAIL {name}: {status}: {}", msg.replace('\n', "\n    "));
+            }
+        }
+        report.push(serde_json::json!({"case": name, "status": status, "message": msg}));
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"engine": "sim", "arch": arch.name, "cases": report}))?
+        );
+    }
+    println!("{passed} passed, {failed} failed, {skipped} skipped");
+    Ok(if failed == 0 { Outcome::Ok } else { Outcome::CheckFailed })
+}
+
+fn conformance_case(d: &Path, arch: &arch::ArchConfig, opts: &CompileOptions) -> (&'static str, String) {
+    let case = match hlo::case::load_case(d) {
+        Ok(c) => c,
+        Err(e) => return ("error", format!("bad case: {e}")),
+    };
+    let module = match hlo::parse(&case.module_text) {
+        Ok(m) => m,
+        Err(e) => return ("error", e.render("module.hlo", &case.module_text)),
+    };
+    if let Err(e) = hlo::verify(&module) {
+        return ("error", e.render("module.hlo", &case.module_text));
+    }
+    if case.replicas > 1 {
+        return ("unsupported", "not supported on chip yet: more than one replica (the pod issue)".into());
+    }
+    if !case.infeed.iter().all(|q| q.is_empty()) || !case.host_recv.iter().all(|q| q.is_empty()) {
+        return ("unsupported", "not supported on chip yet: infeed or host transfers".into());
+    }
+    let c = match compiler::compile(&module, arch, opts) {
+        Ok(c) => c,
+        Err(e @ compiler::CompileError::NotSupported { .. }) => return ("unsupported", e.render("module.hlo")),
+        Err(e) => return ("error", e.render("module.hlo")),
+    };
+    let args = case.inputs.first().cloned().unwrap_or_default();
+    let ex = match execute(&c, arch, &args, SimOptions { functional: true, max_cycles: 1 << 40 }, None) {
+        Ok(x) => x,
+        Err(ExecError::Check(e)) | Err(ExecError::User(e)) => return ("error", e),
+    };
+    let out = ex.result.expect("functional");
+    let Some(expected) = case.outputs.first() else {
+        return ("error", "the case has no outputs".into());
+    };
+    match check_value(case.check, case.tolerance, case.stats.as_ref(), expected, &out) {
+        Ok(()) => ("pass", format!("{} cycles", ex.run.cycles)),
+        Err(m) => ("mismatch", m.to_string()),
+    }
+}
+
 /// `systole run`.
 pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     if let Some(p) = &a.report {
@@ -242,44 +395,25 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     }
     let (src, module, arch, c) = compile_file(&a.t)?;
     let (args, expected) = inputs_for(&a, &module, &src)?;
-    if args.len() != c.io.params.len() {
-        return Err(user(format!(
-            "{}: {} arguments for {} parameters",
-            a.t.file.display(),
-            args.len(),
-            c.io.params.len()
-        )));
-    }
-    let opts = SimOptions {
-        functional: !a.timing_only,
-        max_cycles: a.max_cycles,
-    };
-    let mut sys =
-        System::new(&arch, c.program.clone(), 1, opts).map_err(|e| user(e.to_string()))?;
-    if !a.timing_only {
-        let mut writes = Vec::new();
-        for (place, lit) in c.io.params.iter().zip(&args) {
-            compiler::io::literal_bytes(place, lit, &mut writes)
-                .map_err(|e| user(format!("{}: argument: {e}", a.t.file.display())))?;
-        }
-        for (addr, bytes) in writes {
-            sys.write_hbm(0, addr, &bytes)
-                .map_err(|e| user(e.to_string()))?;
-        }
-    }
     let ops = Arc::new(Mutex::new(OpCycles::default()));
-    sys.set_trace(Box::new(OpSink(ops.clone())));
-    let started = std::time::Instant::now();
-    let res = sys.run();
-    let wall = started.elapsed().as_secs_f64();
-    let r = match res {
-        Ok(r) => r,
-        Err(e @ (SimError::Deadlock(_) | SimError::Timeout(_))) => {
+    let ex = match execute(
+        &c,
+        &arch,
+        &args,
+        SimOptions {
+            functional: !a.timing_only,
+            max_cycles: a.max_cycles,
+        },
+        Some(Box::new(OpSink(ops.clone()))),
+    ) {
+        Ok(x) => x,
+        Err(ExecError::Check(e)) => {
             eprintln!("{}: {e}", a.t.file.display());
             return Ok(Outcome::CheckFailed);
         }
-        Err(e) => return Err(user(format!("{}: simulation: {e}", a.t.file.display()))),
+        Err(ExecError::User(e)) => return Err(user(format!("{}: {e}", a.t.file.display()))),
     };
+    let (r, sys, wall) = (ex.run, ex.system, ex.wall_seconds);
     let mut outcome = Outcome::Ok;
     let mut max_err = None;
     if !a.timing_only {
