@@ -272,7 +272,8 @@ pub fn execute(
         )));
     }
     let functional = opts.functional;
-    let mut sys = System::new(arch, c.program.clone(), 1, opts).map_err(|e| ExecError::User(e.to_string()))?;
+    let mut sys = System::new(arch, c.program.clone(), 1, opts)
+        .map_err(|e| ExecError::User(e.to_string()))?;
     if functional {
         let mut writes = Vec::new();
         for (place, lit) in c.io.params.iter().zip(args) {
@@ -280,7 +281,8 @@ pub fn execute(
                 .map_err(|e| ExecError::User(format!("argument: {e}")))?;
         }
         for (addr, bytes) in writes {
-            sys.write_hbm(0, addr, &bytes).map_err(|e| ExecError::User(e.to_string()))?;
+            sys.write_hbm(0, addr, &bytes)
+                .map_err(|e| ExecError::User(e.to_string()))?;
         }
     }
     if let Some(t) = trace {
@@ -289,7 +291,9 @@ pub fn execute(
     let started = std::time::Instant::now();
     let run = match sys.run() {
         Ok(r) => r,
-        Err(e @ (SimError::Deadlock(_) | SimError::Timeout(_))) => return Err(ExecError::Check(e.to_string())),
+        Err(e @ (SimError::Deadlock(_) | SimError::Timeout(_))) => {
+            return Err(ExecError::Check(e.to_string()))
+        }
         Err(e) => return Err(ExecError::User(format!("simulation: {e}"))),
     };
     let wall_seconds = started.elapsed().as_secs_f64();
@@ -313,10 +317,14 @@ pub fn execute(
 /// `systole conformance DIR --engine sim`: every case compiled and run on one chip, f32 dots
 /// with 6 bf16 passes (the forcing flag), outputs checked under the case's own check.
 pub fn conformance_sim(dir: &Path, arch_name: &str, json: bool) -> anyhow::Result<Outcome> {
-    let arch = arch::ArchConfig::resolve(arch_name, &[] as &[String]).map_err(|e| user(e.to_string()))?;
+    let arch =
+        arch::ArchConfig::resolve(arch_name, &[] as &[String]).map_err(|e| user(e.to_string()))?;
     let dirs = hlo::case::case_dirs(dir).map_err(|e| user(e.to_string()))?;
     if dirs.is_empty() {
-        return Err(user(format!("{}: no case folders (with case.json) found", dir.display())));
+        return Err(user(format!(
+            "{}: no case folders (with case.json) found",
+            dir.display()
+        )));
     }
     let opts = CompileOptions {
         f32_dot_passes: 6,
@@ -325,7 +333,10 @@ pub fn conformance_sim(dir: &Path, arch_name: &str, json: bool) -> anyhow::Resul
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
     let mut report = Vec::new();
     for d in &dirs {
-        let name = d.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let name = d
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         let (status, msg) = conformance_case(d, &arch, &opts);
         match status {
             "pass" => passed += 1,
@@ -343,14 +354,24 @@ pub fn conformance_sim(dir: &Path, arch_name: &str, json: bool) -> anyhow::Resul
     if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"engine": "sim", "arch": arch.name, "cases": report}))?
+            serde_json::to_string_pretty(
+                &serde_json::json!({"engine": "sim", "arch": arch.name, "cases": report})
+            )?
         );
     }
     println!("{passed} passed, {failed} failed, {skipped} skipped");
-    Ok(if failed == 0 { Outcome::Ok } else { Outcome::CheckFailed })
+    Ok(if failed == 0 {
+        Outcome::Ok
+    } else {
+        Outcome::CheckFailed
+    })
 }
 
-fn conformance_case(d: &Path, arch: &arch::ArchConfig, opts: &CompileOptions) -> (&'static str, String) {
+fn conformance_case(
+    d: &Path,
+    arch: &arch::ArchConfig,
+    opts: &CompileOptions,
+) -> (&'static str, String) {
     let case = match hlo::case::load_case(d) {
         Ok(c) => c,
         Err(e) => return ("error", format!("bad case: {e}")),
@@ -363,18 +384,35 @@ fn conformance_case(d: &Path, arch: &arch::ArchConfig, opts: &CompileOptions) ->
         return ("error", e.render("module.hlo", &case.module_text));
     }
     if case.replicas > 1 {
-        return ("unsupported", "not supported on chip yet: more than one replica (the pod issue)".into());
+        return (
+            "unsupported",
+            "not supported on chip yet: more than one replica (the pod issue)".into(),
+        );
     }
     if !case.infeed.iter().all(|q| q.is_empty()) || !case.host_recv.iter().all(|q| q.is_empty()) {
-        return ("unsupported", "not supported on chip yet: infeed or host transfers".into());
+        return (
+            "unsupported",
+            "not supported on chip yet: infeed or host transfers".into(),
+        );
     }
     let c = match compiler::compile(&module, arch, opts) {
         Ok(c) => c,
-        Err(e @ compiler::CompileError::NotSupported { .. }) => return ("unsupported", e.render("module.hlo")),
+        Err(e @ compiler::CompileError::NotSupported { .. }) => {
+            return ("unsupported", e.render("module.hlo"))
+        }
         Err(e) => return ("error", e.render("module.hlo")),
     };
     let args = case.inputs.first().cloned().unwrap_or_default();
-    let ex = match execute(&c, arch, &args, SimOptions { functional: true, max_cycles: 1 << 40 }, None) {
+    let ex = match execute(
+        &c,
+        arch,
+        &args,
+        SimOptions {
+            functional: true,
+            max_cycles: 1 << 40,
+        },
+        None,
+    ) {
         Ok(x) => x,
         Err(ExecError::Check(e)) | Err(ExecError::User(e)) => return ("error", e),
     };
@@ -382,7 +420,13 @@ fn conformance_case(d: &Path, arch: &arch::ArchConfig, opts: &CompileOptions) ->
     let Some(expected) = case.outputs.first() else {
         return ("error", "the case has no outputs".into());
     };
-    match check_value(case.check, case.tolerance, case.stats.as_ref(), expected, &out) {
+    match check_value(
+        case.check,
+        case.tolerance,
+        case.stats.as_ref(),
+        expected,
+        &out,
+    ) {
         Ok(()) => ("pass", format!("{} cycles", ex.run.cycles)),
         Err(m) => ("mismatch", m.to_string()),
     }

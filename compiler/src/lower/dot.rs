@@ -404,3 +404,61 @@ fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw: usize) {
         }
     }
 }
+
+/// Whether dot `h` can be streamed from HBM on every core ([`super::dot_stream`]): operands
+/// are entry parameters in canonical form of a native MXU type, the result has the
+/// accumulator type and only the module's result uses it.
+pub fn streamable(m: &hlo::Module, h: InstId, users: &[Vec<InstId>]) -> bool {
+    let c = m.entry();
+    let inst = &c.insts[h];
+    if inst.opcode != Opcode::Dot || inst.operands.len() != 2 {
+        return false;
+    }
+    let (l, r) = (&c.insts[inst.operands[0]], &c.insts[inst.operands[1]]);
+    if l.opcode != Opcode::Parameter
+        || r.opcode != Opcode::Parameter
+        || inst.operands[0] == inst.operands[1]
+    {
+        return false;
+    }
+    let (Some(ls), Some(rs), Some(os)) = (
+        l.shape.as_array(),
+        r.shape.as_array(),
+        inst.shape.as_array(),
+    ) else {
+        return false;
+    };
+    let native = matches!(
+        (ls.ty, rs.ty, os.ty),
+        (ElementType::BF16, ElementType::BF16, ElementType::F32)
+            | (ElementType::S8, ElementType::S8, ElementType::S32)
+    );
+    if !native || ls.is_dynamic() || rs.is_dynamic() {
+        return false;
+    }
+    let a = &inst.attrs;
+    let v = |x: &Option<Vec<i64>>| x.clone().unwrap_or_default();
+    let (lb, rb, lc, rc) = (
+        v(&a.lhs_batch_dims),
+        v(&a.rhs_batch_dims),
+        v(&a.lhs_contracting_dims),
+        v(&a.rhs_contracting_dims),
+    );
+    let nb = lb.len() as i64;
+    let lr = ls.dims.len() as i64;
+    let seq = |xs: &[i64], from: i64| xs.iter().enumerate().all(|(i, &d)| d == from + i as i64);
+    let canonical = seq(&lb, 0)
+        && seq(&rb, 0)
+        && seq(&lc, lr - lc.len() as i64)
+        && seq(&rc, nb)
+        && !lc.is_empty();
+    if !canonical {
+        return false;
+    }
+    // Only the result uses it.
+    let root = c.root;
+    users[h.index()]
+        .iter()
+        .all(|&u| u == root && c.insts[u].opcode == Opcode::Tuple)
+        || (root == h && users[h.index()].is_empty())
+}

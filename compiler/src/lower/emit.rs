@@ -169,6 +169,15 @@ impl Emitter {
         }
     }
 
+    /// Forgets everything about the running core: the code that follows runs on another core
+    /// (its own semaphores, all 0; its registers unknown; nothing of it pending).
+    pub fn reset_core_state(&mut self) {
+        self.pending.clear();
+        self.sem_free = [Some(0); SEMS];
+        self.regs = [None; 32];
+        self.regs[0] = Some(0);
+    }
+
     /// Emits a sequencer instruction (no memory effects the emitter tracks).
     pub fn seq(&mut self, i: Inst) -> u32 {
         self.b.emit(i)

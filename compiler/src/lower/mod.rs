@@ -14,6 +14,7 @@
 
 pub mod alloc;
 pub mod dot;
+pub mod dot_stream;
 pub mod elementwise;
 pub mod emit;
 pub mod movement;
@@ -73,6 +74,8 @@ pub enum Val {
     Tuple(Vec<Val>),
     /// A token.
     Token,
+    /// An array that lives only in HBM (a streamed dot's result).
+    Hbm(crate::io::Slot),
 }
 
 struct AllocInfo {
@@ -116,6 +119,10 @@ pub struct Lowerer<'a> {
     /// Jobs handed to each MXU so far (round-robin and accumulator halves).
     pub(crate) mxu_jobs: Vec<u64>,
     pub(crate) stats: LowerStats,
+    /// Dots streamed from HBM, by instruction index.
+    stream: Vec<Option<dot_stream::StreamDot>>,
+    /// Work for cores other than 0, emitted after core 0's code.
+    side: Vec<(usize, dot_stream::StreamDot)>,
 }
 
 /// Largest element count of one VPU instruction (its `n` field has 20 bits).
@@ -162,6 +169,8 @@ impl<'a> Lowerer<'a> {
             span: Span::NONE,
             mxu_jobs: vec![0; arch.mxu.count as usize],
             stats: LowerStats::default(),
+            stream: vec![None; c.insts.len()],
+            side: Vec::new(),
         };
         // Only core 0 works; the others go straight to the final halt.
         let done = l.e.b.new_label();
@@ -179,17 +188,42 @@ impl<'a> Lowerer<'a> {
                 done,
             );
         }
-        // Inputs: an HBM slot per parameter leaf, copied to VMEM up front.
+        // Inputs: an HBM slot per parameter leaf, copied to VMEM up front unless only
+        // streamed dots read it.
         let params = c.parameters();
         let mut io_params = Vec::new();
+        let mut users: Vec<Vec<InstId>> = vec![Vec::new(); c.insts.len()];
+        for (h, i) in c.insts.iter() {
+            for o in &i.operands {
+                users[o.index()].push(h);
+            }
+        }
+        let streamable: Vec<bool> = c
+            .insts
+            .handles()
+            .map(|h| dot::streamable(m, h, &users))
+            .collect();
         for &p in &params {
             l.span = c.insts[p].span;
             l.pos = pos[p.index()];
             l.e.b.begin_hlo(&c.insts[p].name);
             let shape = c.insts[p].shape.clone();
-            let (place, val) = l.load_input(p, &shape, &c.insts[p].name)?;
+            let hbm_only = !users[p.index()].is_empty()
+                && users[p.index()].iter().all(|u| streamable[u.index()])
+                && c.root != p;
+            let (place, val) = if hbm_only {
+                l.input_in_hbm(&shape, &c.insts[p].name)?
+            } else {
+                l.load_input(p, &shape, &c.insts[p].name)?
+            };
             io_params.push(place);
             l.vals[p.index()] = Some(val);
+        }
+        for h in c.insts.handles() {
+            if streamable[h.index()] {
+                l.span = c.insts[h].span;
+                l.stream[h.index()] = Some(l.plan_stream(h)?);
+            }
         }
         for (k, &h) in order.iter().enumerate() {
             let inst = &c.insts[h];
@@ -217,7 +251,11 @@ impl<'a> Lowerer<'a> {
         l.span = c.insts[c.root].span;
         let root = l.vals[c.root.index()].clone().expect("root lowered");
         let result = l.store_output(&root)?;
+        if arch.cores_per_chip > 1 {
+            l.e.seq(Inst::Halt {});
+        }
         l.e.b.bind(done);
+        l.emit_side_work()?;
         l.stats.vmem_peak = l.vmem.peak;
         l.stats.hbm_bytes = l.hbm.top;
         l.stats.emit = l.e.stats;
@@ -282,6 +320,9 @@ impl<'a> Lowerer<'a> {
                 if let Some(v) = reduce::lower(self, h)? {
                     return Ok(v);
                 }
+                if let Some(v) = self.lower_stream(h)? {
+                    return Ok(v);
+                }
                 if let Some(v) = dot::lower(self, h)? {
                     return Ok(v);
                 }
@@ -329,7 +370,7 @@ impl<'a> Lowerer<'a> {
                     self.extend_life(&v, user);
                 }
             }
-            Val::Token => {}
+            Val::Token | Val::Hbm(_) => {}
         }
     }
 
@@ -528,6 +569,149 @@ impl<'a> Lowerer<'a> {
                     .collect::<CResult<_>>()?,
             ),
             Val::Token => Place::Token,
+            Val::Hbm(s) => Place::Array(s.clone()),
         })
+    }
+
+    /// A parameter left in HBM (only streamed dots read it).
+    fn input_in_hbm(&mut self, shape: &hlo::Shape, name: &str) -> CResult<(Place, Val)> {
+        let a = shape
+            .as_array()
+            .ok_or_else(|| CompileError::Internal("streamed operand is not an array".into()))?;
+        let slot = Slot {
+            addr: 0,
+            ty: a.ty,
+            dims: a.udims(),
+        };
+        let addr = self.hbm_slot(slot.bytes(), name)?;
+        let slot = Slot { addr, ..slot };
+        Ok((Place::Array(slot.clone()), Val::Hbm(slot)))
+    }
+
+    /// The plan of a streamed dot: operand addresses and a result slot in HBM.
+    fn plan_stream(&mut self, h: InstId) -> CResult<dot_stream::StreamDot> {
+        let c = self.m.entry();
+        let inst = &c.insts[h];
+        let slot = |v: &Option<Val>| match v {
+            Some(Val::Hbm(s)) => Ok(s.clone()),
+            _ => Err(CompileError::Internal(
+                "streamed dot operand not in HBM".into(),
+            )),
+        };
+        let lhs = slot(&self.vals[inst.operands[0].index()])?;
+        let rhs = slot(&self.vals[inst.operands[1].index()])?;
+        let (ty, dims) = self.out_shape(h)?;
+        let nb: usize = inst
+            .attrs
+            .lhs_batch_dims
+            .as_ref()
+            .map_or(1, |b| b.iter().map(|&d| lhs.dims[d as usize]).product());
+        let k: usize = inst
+            .attrs
+            .lhs_contracting_dims
+            .as_ref()
+            .map_or(1, |b| b.iter().map(|&d| lhs.dims[d as usize]).product());
+        let m = lhs.dims.iter().product::<usize>() / (nb * k).max(1);
+        let n = rhs.dims.iter().product::<usize>() / (nb * k).max(1);
+        let out = Slot { addr: 0, ty, dims };
+        let addr = self.hbm_slot(out.bytes(), &inst.name)?;
+        let mode = if lhs.ty == ElementType::S8 {
+            arch::MxuDtype::Int8
+        } else {
+            arch::MxuDtype::Bf16
+        };
+        Ok(dot_stream::StreamDot {
+            name: inst.name.clone(),
+            lhs: lhs.addr,
+            rhs: rhs.addr,
+            out: addr,
+            dims: (nb, m, k, n),
+            mode,
+        })
+    }
+
+    /// Lowers a streamed dot: core 0's share now, the other cores' shares after core 0's code.
+    pub(crate) fn lower_stream(&mut self, h: InstId) -> CResult<Option<Val>> {
+        let Some(sd) = self.stream[h.index()].clone() else {
+            return Ok(None);
+        };
+        let (ty, dims) = self.out_shape(h)?;
+        self.stats.flops += 2 * (sd.dims.0 * sd.dims.1 * sd.dims.2 * sd.dims.3) as u64;
+        let cores = self.arch.cores_per_chip as usize;
+        let need = sd.vmem_bytes(self);
+        if need > self.arch.vmem.bytes {
+            return Err(self.too_large(format!(
+                "a streamed dot needs {need} bytes of VMEM for its tiles (vmem.bytes = {})",
+                self.arch.vmem.bytes
+            )));
+        }
+        // Core 0's buffers come from the allocator (freed after this instruction).
+        let mut pool = Vec::new();
+        for n in sd.buffer_sizes(self) {
+            pool.push(self.tmp(ElementType::U8, vec![n as usize])?.addr);
+        }
+        let mut it = pool.into_iter();
+        sd.emit(self, 0, cores, &mut |_| {
+            it.next()
+                .ok_or_else(|| CompileError::Internal("stream buffer pool exhausted".into()))
+        })?;
+        for c in 1..cores {
+            self.side.push((c, sd.clone()));
+        }
+        Ok(Some(Val::Hbm(Slot {
+            addr: sd.out,
+            ty,
+            dims,
+        })))
+    }
+
+    /// The other cores' shares of streamed dots: `if core_id == c { ...; halt }` per core.
+    fn emit_side_work(&mut self) -> CResult<()> {
+        let side = std::mem::take(&mut self.side);
+        for c in 1..self.arch.cores_per_chip as usize {
+            let mine: Vec<_> = side
+                .iter()
+                .filter(|(k, _)| *k == c)
+                .map(|(_, s)| s.clone())
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let next = self.e.b.new_label();
+            self.e.reset_core_state();
+            self.e.seq(Inst::SLi {
+                rd: SReg(29),
+                imm: c as i64,
+            });
+            self.e.b.emit_branch(
+                Inst::Bne {
+                    ra: SReg(28),
+                    rb: SReg(29),
+                    target: isa::Target(0),
+                },
+                next,
+            );
+            self.e.reset_core_state();
+            // This core's VMEM is untouched: lay its buffers out from 0.
+            let mut top = 0u64;
+            for sd in &mine {
+                self.e.b.begin_hlo(&sd.name);
+                let cores = self.arch.cores_per_chip as usize;
+                let cap = self.arch.vmem.bytes;
+                sd.emit(self, c, cores, &mut |n| {
+                    let a = top;
+                    top += n.div_ceil(alloc::ALIGN) * alloc::ALIGN;
+                    if top > cap {
+                        return Err(CompileError::Internal("side-core VMEM overflow".into()));
+                    }
+                    Ok(a)
+                })?;
+                top = 0;
+            }
+            self.e.b.end_hlo();
+            self.e.seq(Inst::Halt {});
+            self.e.b.bind(next);
+        }
+        Ok(())
     }
 }
