@@ -121,6 +121,8 @@ pub struct Lowerer<'a> {
     pub(crate) stats: LowerStats,
     /// Dots streamed from HBM, by instruction index.
     stream: Vec<Option<dot_stream::StreamDot>>,
+    /// Arrays with a copy in HBM (parameters), by instruction index.
+    hbm_home: Vec<Option<Slot>>,
     /// Work for cores other than 0, emitted after core 0's code.
     side: Vec<(usize, dot_stream::StreamDot)>,
 }
@@ -170,6 +172,7 @@ impl<'a> Lowerer<'a> {
             mxu_jobs: vec![0; arch.mxu.count as usize],
             stats: LowerStats::default(),
             stream: vec![None; c.insts.len()],
+            hbm_home: vec![None; c.insts.len()],
             side: Vec::new(),
         };
         // Only core 0 works; the others go straight to the final halt.
@@ -216,6 +219,9 @@ impl<'a> Lowerer<'a> {
             } else {
                 l.load_input(p, &shape, &c.insts[p].name)?
             };
+            if let Place::Array(slot) = &place {
+                l.hbm_home[p.index()] = Some(slot.clone());
+            }
             io_params.push(place);
             l.vals[p.index()] = Some(val);
         }
@@ -592,14 +598,12 @@ impl<'a> Lowerer<'a> {
     fn plan_stream(&mut self, h: InstId) -> CResult<dot_stream::StreamDot> {
         let c = self.m.entry();
         let inst = &c.insts[h];
-        let slot = |v: &Option<Val>| match v {
-            Some(Val::Hbm(s)) => Ok(s.clone()),
-            _ => Err(CompileError::Internal(
-                "streamed dot operand not in HBM".into(),
-            )),
+        let slot = |v: &Option<Slot>| {
+            v.clone()
+                .ok_or_else(|| CompileError::Internal("streamed dot operand not in HBM".into()))
         };
-        let lhs = slot(&self.vals[inst.operands[0].index()])?;
-        let rhs = slot(&self.vals[inst.operands[1].index()])?;
+        let lhs = slot(&self.hbm_home[inst.operands[0].index()])?;
+        let rhs = slot(&self.hbm_home[inst.operands[1].index()])?;
         let (ty, dims) = self.out_shape(h)?;
         let nb: usize = inst
             .attrs
