@@ -325,7 +325,8 @@ impl Chip {
                     .zip(x.chunks_exact(4))
                     .zip(y.chunks_exact(4))
                 {
-                    let (a, b) = (f(xb), f(yb));
+                    let daz = |x: f32| if x.is_subnormal() { 0.0f32.copysign(x) } else { x };
+                    let (a, b) = (daz(f(xb)), daz(f(yb)));
                     let r = match op {
                         BinOp::Add => a + b,
                         BinOp::Sub => a - b,
@@ -334,6 +335,8 @@ impl Chip {
                     };
                     let r = if r.is_nan() {
                         f32::from_bits(0x7FC0_0000)
+                    } else if r.is_subnormal() {
+                        0.0f32.copysign(r)
                     } else {
                         r
                     };
