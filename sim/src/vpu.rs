@@ -325,7 +325,13 @@ impl Chip {
                     .zip(x.chunks_exact(4))
                     .zip(y.chunks_exact(4))
                 {
-                    let daz = |x: f32| if x.is_subnormal() { 0.0f32.copysign(x) } else { x };
+                    let daz = |x: f32| {
+                        if x.is_subnormal() {
+                            0.0f32.copysign(x)
+                        } else {
+                            x
+                        }
+                    };
                     let (a, b) = (daz(f(xb)), daz(f(yb)));
                     let r = match op {
                         BinOp::Add => a + b,

@@ -450,7 +450,13 @@ mod tests {
         ] {
             let g = binary(op, DType::F32, f(a), f(b)).unwrap();
             // The rule (docs/isa.md): subnormal inputs read as ±0, subnormal results are ±0.
-            let daz = |x: f32| if x.is_subnormal() { 0.0f32.copysign(x) } else { x };
+            let daz = |x: f32| {
+                if x.is_subnormal() {
+                    0.0f32.copysign(x)
+                } else {
+                    x
+                }
+            };
             let (a, b) = (daz(a), daz(b));
             let r = match op {
                 BinOp::Add => a + b,

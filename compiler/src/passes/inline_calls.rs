@@ -21,10 +21,11 @@ impl Pass for InlineCalls {
     fn run(&self, m: &mut Module) -> CResult<bool> {
         let mut changed = false;
         let entry = m.entry;
-        let mut names: HashSet<String> = m.comps[entry]
-            .insts
+        // Instruction names are unique module-wide (the verifier checks it).
+        let mut names: HashSet<String> = m
+            .comps
             .values()
-            .map(|i| i.name.clone())
+            .flat_map(|c| c.insts.values().map(|i| i.name.clone()))
             .collect();
         // Each round inlines the calls present at its start; bounded by the call depth, which
         // the verifier bounds (no recursion).
@@ -89,9 +90,6 @@ fn is_used(c: &hlo::Computation, h: InstId) -> bool {
 }
 
 fn fresh_name(names: &mut HashSet<String>, base: &str) -> String {
-    if names.insert(base.to_string()) {
-        return base.to_string();
-    }
     let mut n = 1;
     loop {
         let cand = format!("{base}.i{n}");

@@ -1,0 +1,136 @@
+//! Golden filetests of the compiler: every `tests/golden/compiler/NAME.hlo` (first line
+//! `// arch: PRESET`) is compiled and simulated; the summary (instruction mix, memory, the
+//! synchronization the emitter added, the cycle count of a timing-only run) must equal
+//! `NAME.expected`. `SYSTOLE_BLESS=1 cargo test --release -p systole-tests --test
+//! compiler_golden` rewrites the expected files; review the diff before committing it.
+//!
+//! Also pinned here: a functional run takes exactly the cycles of a timing-only run (the
+//! timing model does not depend on data), and the module verifies after every pass.
+
+use compiler::{compile, CompileOptions};
+use sim::{SimOptions, System};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/compiler")
+}
+
+fn cycles(c: &compiler::Compiled, arch: &arch::ArchConfig, functional: bool) -> u64 {
+    let mut sys = System::new(
+        arch,
+        c.program.clone(),
+        1,
+        SimOptions {
+            functional,
+            max_cycles: 1 << 40,
+        },
+    )
+    .expect("system");
+    sys.run().expect("the compiled program runs").cycles
+}
+
+fn summary(path: &Path) -> (String, u64) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let arch_name = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("// arch: "))
+        .unwrap_or_else(|| panic!("{}: first line must be `// arch: PRESET`", path.display()))
+        .trim()
+        .to_string();
+    let arch = arch::ArchConfig::resolve(&arch_name, &[] as &[String]).unwrap();
+    let m = hlo::parse(&text)
+        .unwrap_or_else(|e| panic!("{}", e.render(&path.display().to_string(), &text)));
+    hlo::verify(&m).unwrap();
+    let opts = CompileOptions {
+        f32_dot_passes: 1,
+        verify_between_passes: true,
+    };
+    let c = compile(&m, &arch, &opts)
+        .unwrap_or_else(|e| panic!("{}", e.render(&path.display().to_string())));
+    let timing = cycles(&c, &arch, false);
+    let functional = cycles(&c, &arch, true);
+    assert_eq!(
+        timing,
+        functional,
+        "{}: timing-only and functional runs must take the same cycles",
+        path.display()
+    );
+    let mut mix: BTreeMap<&str, usize> = BTreeMap::new();
+    for i in &c.program.code {
+        *mix.entry(i.mnemonic()).or_default() += 1;
+    }
+    let mut s = String::new();
+    s.push_str(&format!("arch: {arch_name}\n"));
+    s.push_str(&format!("instructions: {}\n", c.program.code.len()));
+    for (k, v) in &mix {
+        s.push_str(&format!("  {k}: {v}\n"));
+    }
+    s.push_str(&format!("dma descriptors: {}\n", c.program.dma.len()));
+    s.push_str(&format!("vmem peak bytes: {}\n", c.stats.vmem_peak));
+    s.push_str(&format!("hbm bytes: {}\n", c.stats.hbm_bytes));
+    s.push_str(&format!(
+        "sync: {} sem.wait, {} fence\n",
+        c.stats.emit.waits, c.stats.emit.fences
+    ));
+    s.push_str(&format!("dot flops: {}\n", c.stats.flops));
+    s.push_str(&format!("cycles: {timing}\n"));
+    (s, timing)
+}
+
+fn cycles_of(expected: &str) -> Option<u64> {
+    expected
+        .lines()
+        .find_map(|l| l.strip_prefix("cycles: "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[test]
+fn compiler_golden_files_match() {
+    let bless = std::env::var_os("SYSTOLE_BLESS").is_some();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(golden_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hlo"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 12,
+        "expected the golden workloads, found {}",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    let mut table =
+        String::from("workload                         old cycles   new cycles   change\n");
+    for f in &files {
+        let (got, new_cycles) = summary(f);
+        let exp_path = f.with_extension("expected");
+        if bless {
+            std::fs::write(&exp_path, &got).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&exp_path).unwrap_or_default();
+        if want != got {
+            let name = f.file_stem().unwrap().to_string_lossy().to_string();
+            let old = cycles_of(&want);
+            let change = old.map_or("new".to_string(), |o| {
+                format!(
+                    "{:+.2}%",
+                    100.0 * (new_cycles as f64 - o as f64) / o.max(1) as f64
+                )
+            });
+            table.push_str(&format!(
+                "{name:<32} {:>10}   {new_cycles:>10}   {change}\n",
+                old.map_or("-".to_string(), |o| o.to_string())
+            ));
+            failures.push(format!("--- {}\n{want}+++ got\n{got}", exp_path.display()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} golden file(s) differ (SYSTOLE_BLESS=1 rewrites them):\n{table}\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
