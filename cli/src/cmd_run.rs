@@ -167,10 +167,16 @@ fn print_compile_summary(c: &Compiled, arch: &arch::ArchConfig) {
     );
 }
 
+/// A case's expected outputs with its check and tolerance.
+type Expected = (Vec<Literal>, Check, Tolerance);
+
+/// Busy cycles of one HLO op: total and per unit kind.
+type OpBusy = (u64, BTreeMap<String, u64>);
+
 /// Per-HLO-op busy cycles, summed over units, from the trace.
 #[derive(Default)]
 struct OpCycles {
-    by_op: BTreeMap<String, (u64, BTreeMap<String, u64>)>,
+    by_op: BTreeMap<String, OpBusy>,
 }
 
 struct OpSink(Arc<Mutex<OpCycles>>);
@@ -193,7 +199,7 @@ fn inputs_for(
     a: &RunArgs,
     module: &hlo::Module,
     src: &str,
-) -> anyhow::Result<(Vec<Literal>, Option<(Vec<Literal>, Check, Tolerance)>)> {
+) -> anyhow::Result<(Vec<Literal>, Option<Expected>)> {
     if let Some(p) = &a.inputs {
         let file = if p.is_dir() {
             p.join("case.json")
@@ -533,7 +539,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     }
     println!("unit busy fraction: {}", units.join(", "));
     let g = ops.lock().expect("op sink");
-    let mut top: Vec<(&String, &(u64, BTreeMap<String, u64>))> = g.by_op.iter().collect();
+    let mut top: Vec<(&String, &OpBusy)> = g.by_op.iter().collect();
     top.sort_by(|x, y| y.1 .0.cmp(&x.1 .0).then(x.0.cmp(y.0)));
     let total: u64 = top.iter().map(|t| t.1 .0).sum();
     println!("top HLO ops by unit-busy cycles:");

@@ -1,4 +1,4 @@
-//! `systole`: the command-line front of the workspace (see `docs/` and ARCHITECTURE.md).
+//! `systole`: the command-line front of the workspace (see `docs/architecture.md`).
 //!
 //! Exit codes: 0 success, 1 a check failed (mismatch, deadlock found), 2 bad input or usage.
 //! Each subcommand family lives in its own module (`cmd_*.rs`); this file only dispatches.

@@ -408,7 +408,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 let mut inside = true;
                 for (dd, &i) in idx.iter().enumerate() {
                     let p = &pads[dd];
-                    let step = p.interior as i64 + 1;
+                    let step = p.interior + 1;
                     let rel = i as i64 - p.lo;
                     if rel < 0 || rel % step != 0 || rel / step >= src.dims[dd] as i64 {
                         inside = false;
