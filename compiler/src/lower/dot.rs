@@ -90,8 +90,39 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         prod(&rhs, &rf),
     );
 
-    // Mode and passes.
-    let (mode, acc_ty) = match (lhs.ty, rhs.ty) {
+    // Canonical operands.
+    let mut lperm = lb.clone();
+    lperm.extend(&lf);
+    lperm.extend(&lc);
+    let mut rperm = rb.clone();
+    rperm.extend(&rc);
+    rperm.extend(&rf);
+    let lhs_c = canon(l, &lhs, &lperm)?;
+    let rhs_c = canon(l, &rhs, &rperm)?;
+    let out = l.new_buf(h, ty, dims)?;
+    matmul(
+        l,
+        &lhs_c,
+        &rhs_c,
+        (nb, m, k, n),
+        &out,
+        a.operand_precision.as_deref(),
+    )?;
+    Ok(Some(Val::Array(out)))
+}
+
+/// `out[b][m][n] = Σ_k lhs[b][m][k] · rhs[b][k][n]` on the MXUs (row-major buffers; `out`'s
+/// element type is the result type). Passes for f32 follow `precision` (and the options).
+pub(crate) fn matmul(
+    l: &mut Lowerer<'_>,
+    lhs_c: &Buf,
+    rhs_c: &Buf,
+    (nb, m, k, n): (usize, usize, usize, usize),
+    out: &Buf,
+    precision: Option<&[Precision]>,
+) -> CResult<()> {
+    let ty = out.ty;
+    let (mode, acc_ty) = match (lhs_c.ty, rhs_c.ty) {
         (ElementType::S8, ElementType::S8) => (MxuDtype::Int8, ElementType::S32),
         (x, y) if is_mxu_float(x) && is_mxu_float(y) => (MxuDtype::Bf16, ElementType::F32),
         (x, y) => {
@@ -112,15 +143,14 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 .collect::<Vec<_>>()
         )));
     }
-    let exact_bf16 = lhs.ty == ElementType::BF16 && rhs.ty == ElementType::BF16;
+    let exact_bf16 = lhs_c.ty == ElementType::BF16 && rhs_c.ty == ElementType::BF16;
     let passes = if mode == MxuDtype::Int8 || exact_bf16 {
         1
     } else {
-        let prec = a
-            .operand_precision
-            .clone()
+        let prec = precision
             .unwrap_or_default()
-            .into_iter()
+            .iter()
+            .copied()
             .max_by_key(|p| match p {
                 Precision::Default => 0,
                 Precision::High => 1,
@@ -134,54 +164,37 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         };
         p.max(l.opts.f32_dot_passes)
     };
-
-    // Canonical operands.
-    let mut lperm = lb.clone();
-    lperm.extend(&lf);
-    lperm.extend(&lc);
-    let mut rperm = rb.clone();
-    rperm.extend(&rc);
-    rperm.extend(&rf);
-    let lhs_c = canon(l, &lhs, &lperm)?;
-    let rhs_c = canon(l, &rhs, &rperm)?;
     // Parts in the MXU's input type.
     let nparts = match passes {
         1 => 1,
         3 => 2,
         _ => 3,
     };
-    let lparts = parts(l, &lhs_c, mode, nparts)?;
-    let rparts = parts(l, &rhs_c, mode, nparts)?;
+    let lparts = parts(l, lhs_c, mode, nparts)?;
+    let rparts = parts(l, rhs_c, mode, nparts)?;
     // (lhs part, rhs part) per pass, smallest products first.
     let pass_list: &[(usize, usize)] = match passes {
         1 => &[(0, 0)],
         3 => &[(1, 0), (0, 1), (0, 0)],
         _ => &[(2, 0), (0, 2), (1, 1), (1, 0), (0, 1), (0, 0)],
     };
-
     let acc = if acc_ty == ty {
-        l.new_buf(h, ty, dims.clone())?
+        out.clone()
     } else {
         l.tmp(acc_ty, vec![nb, m, n])?
     };
-    let flops = 2 * (nb * m * k * n) as u64;
-    l.stats.flops += flops;
+    l.stats.flops += 2 * (nb * m * k * n) as u64;
     if m > 0 && n > 0 && nb > 0 {
         if k == 0 {
-            // Empty contraction: zeros.
             return Err(l.unsupported("dot with an empty contracting dimension"));
         }
         emit_jobs(l, &lparts, &rparts, pass_list, &acc, mode, (nb, m, k, n))?;
     }
-    let out = if acc_ty == ty {
-        acc
-    } else {
-        let out = l.new_buf(h, ty, dims)?;
+    if acc_ty != ty {
         let a2 = acc.with_dims(out.dims.clone());
-        l.convert(&out, &a2)?;
-        out
-    };
-    Ok(Some(Val::Array(out)))
+        l.convert(out, &a2)?;
+    }
+    Ok(())
 }
 
 fn is_mxu_float(t: ElementType) -> bool {

@@ -13,6 +13,7 @@
 //! [`emit::Emitter`]'s job.
 
 pub mod alloc;
+pub mod conv;
 pub mod dot;
 pub mod dot_stream;
 pub mod elementwise;
@@ -330,6 +331,9 @@ impl<'a> Lowerer<'a> {
                     return Ok(v);
                 }
                 if let Some(v) = dot::lower(self, h)? {
+                    return Ok(v);
+                }
+                if let Some(v) = conv::lower(self, h)? {
                     return Ok(v);
                 }
                 Err(self.unsupported(inst.opcode.name().to_string()))

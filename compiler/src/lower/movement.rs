@@ -199,7 +199,7 @@ impl Lowerer<'_> {
     }
 
     /// A strided copy within VMEM: `outer` chunks of `len` bytes.
-    fn dma_rows(
+    pub(crate) fn dma_rows(
         &mut self,
         dst: u64,
         src: u64,
