@@ -445,6 +445,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     }
     let (src, module, arch, c) = compile_file(&a.t)?;
     let (args, expected) = inputs_for(&a, &module, &src)?;
+    if a.timing_only && c.program.code.iter().any(|i| i.mnemonic() == "s.ld") {
+        eprintln!(
+            "note: this program branches on data (while/conditional); a timing-only run reads \
+             zeros for its predicates and indices, so its cycles follow that path"
+        );
+    }
     let ops = Arc::new(Mutex::new(OpCycles::default()));
     let ex = match execute(
         &c,

@@ -30,7 +30,7 @@ fn advance(idx: &mut [usize], dims: &[usize]) {
 
 /// Lowers `convolution`; `None` if `h` is not one.
 pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
-    let inst = &l.m.entry().insts[h];
+    let inst = &l.comp().insts[h];
     if inst.opcode != Opcode::Convolution {
         return Ok(None);
     }

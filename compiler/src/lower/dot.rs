@@ -55,7 +55,7 @@ struct Job {
 
 /// Lowers `dot`; `None` if `h` is not one.
 pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
-    let inst = &l.m.entry().insts[h];
+    let inst = &l.comp().insts[h];
     if inst.opcode != Opcode::Dot {
         return Ok(None);
     }

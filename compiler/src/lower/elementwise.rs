@@ -132,7 +132,7 @@ impl Lowerer<'_> {
 
 /// Lowers element-wise instructions; `None` if `h` is not one.
 pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
-    let inst = &l.m.entry().insts[h];
+    let inst = &l.comp().insts[h];
     let op = inst.opcode;
     let ops = inst.operands.clone();
     let (ty, dims) = match l.out_shape(h) {

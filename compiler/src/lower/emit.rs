@@ -256,11 +256,34 @@ impl Emitter {
         false
     }
 
-    /// Waits for every issued instruction.
+    /// Waits for every issued instruction. Afterwards every semaphore is 0 (each signal the
+    /// emitter attached has its wait before this point), so all are free again.
     pub fn fence(&mut self) {
         self.b.emit(Inst::Fence {});
         self.pending.clear();
+        self.sem_free = [Some(0); SEMS];
         self.stats.fences += 1;
+    }
+
+    /// Orders a sequencer read of `acc` (`s.ld`) after every pending write to it.
+    pub fn seq_read(&mut self, acc: Access) {
+        while let Some(k) = self
+            .pending
+            .iter()
+            .position(|p| p.writes.iter().any(|w| w.overlaps(&acc)))
+        {
+            if self.sync(k) {
+                break;
+            }
+        }
+    }
+
+    /// At a label several paths join: the base registers' values are unknown there. Call
+    /// after binding the label (and with nothing pending: a `fence` first).
+    pub fn join(&mut self) {
+        debug_assert!(self.pending.is_empty());
+        self.regs = [None; 32];
+        self.regs[0] = Some(0);
     }
 
     /// A register holding a value within `range` below `addr` (loading one if needed).

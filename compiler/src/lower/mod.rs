@@ -13,6 +13,7 @@
 //! [`emit::Emitter`]'s job.
 
 pub mod alloc;
+pub mod control;
 pub mod conv;
 pub mod dot;
 pub mod dot_stream;
@@ -80,10 +81,21 @@ pub enum Val {
 }
 
 struct AllocInfo {
+    /// Nesting depth of the computation that owns it (0: entry).
+    depth: usize,
     addr: u64,
     bytes: u64,
     last_use: usize,
     freed: bool,
+}
+
+/// The caller's state while a sub-computation is lowered.
+pub(crate) struct SubState {
+    vals: Vec<Option<Val>>,
+    last_use: Vec<usize>,
+    pos: usize,
+    comp: hlo::CompId,
+    span: Span,
 }
 
 /// What the compiler counted while lowering (for `systole compile` and run reports).
@@ -115,6 +127,10 @@ pub struct Lowerer<'a> {
     last_use: Vec<usize>,
     /// Position of the instruction being lowered.
     pos: usize,
+    /// The computation being lowered (the entry, or a while/conditional body).
+    comp: hlo::CompId,
+    /// Nesting depth of `comp`.
+    depth: usize,
     /// The span of the instruction being lowered (for errors).
     pub(crate) span: Span,
     /// Jobs handed to each MXU so far (round-robin and accumulator halves).
@@ -169,6 +185,8 @@ impl<'a> Lowerer<'a> {
             allocs: Vec::new(),
             last_use,
             pos: 0,
+            comp: m.entry,
+            depth: 0,
             span: Span::NONE,
             mxu_jobs: vec![0; arch.mxu.count as usize],
             stats: LowerStats::default(),
@@ -277,8 +295,13 @@ impl<'a> Lowerer<'a> {
         ))
     }
 
+    /// The computation being lowered.
+    pub(crate) fn comp(&self) -> &'a hlo::Computation {
+        &self.m.comps[self.comp]
+    }
+
     fn lower(&mut self, h: InstId) -> CResult<Val> {
-        let c = self.m.entry();
+        let c = self.comp();
         let inst = &c.insts[h];
         use Opcode as O;
         match inst.opcode {
@@ -316,6 +339,8 @@ impl<'a> Lowerer<'a> {
                 Ok(v)
             }
             O::OptimizationBarrier => self.alias(inst.operands[0], h),
+            O::While => control::lower_while(self, h),
+            O::Conditional => control::lower_conditional(self, h),
             O::AfterAll => Ok(Val::Token),
             _ => {
                 if let Some(v) = elementwise::lower(self, h)? {
@@ -372,8 +397,12 @@ impl<'a> Lowerer<'a> {
         let lu = self.last_use[user.index()];
         match v {
             Val::Array(b) => {
+                // Only the owning computation's positions mean anything for an allocation.
+                let depth = self.depth;
                 let a = &mut self.allocs[b.alloc];
-                a.last_use = a.last_use.max(lu);
+                if a.depth == depth {
+                    a.last_use = a.last_use.max(lu);
+                }
             }
             Val::Tuple(vs) => {
                 for v in vs.clone() {
@@ -386,7 +415,7 @@ impl<'a> Lowerer<'a> {
 
     /// `(element type, dims)` of an instruction's array shape.
     pub(crate) fn out_shape(&self, h: InstId) -> CResult<(ElementType, Vec<usize>)> {
-        let s = &self.m.entry().insts[h].shape;
+        let s = &self.comp().insts[h].shape;
         let a = s
             .as_array()
             .ok_or_else(|| self.unsupported("a tuple-shaped result here"))?;
@@ -422,6 +451,7 @@ impl<'a> Lowerer<'a> {
             ))
         })?;
         self.allocs.push(AllocInfo {
+            depth: self.depth,
             addr,
             bytes: n,
             last_use,
@@ -442,9 +472,96 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn free_dead(&mut self, pos: usize) {
+    /// Lowers computation `comp` with `args` as its parameters' values and returns its
+    /// root's value. Buffers it allocates are freed after their last use inside it, except the
+    /// root's, which the caller copies out and then releases with [`Lowerer::end_sub`].
+    pub(crate) fn lower_sub(
+        &mut self,
+        comp: hlo::CompId,
+        args: Vec<Val>,
+    ) -> CResult<(Val, SubState)> {
+        let c = &self.m.comps[comp];
+        let order = c
+            .post_order()
+            .ok_or_else(|| CompileError::Internal("cyclic computation".into()))?;
+        let mut last_use = vec![usize::MAX; c.insts.len()];
+        for (k, h) in order.iter().enumerate() {
+            last_use[h.index()] = k;
+        }
+        for (k, h) in order.iter().enumerate() {
+            for o in &c.insts[*h].operands {
+                last_use[o.index()] = last_use[o.index()].max(k);
+            }
+        }
+        last_use[c.root.index()] = usize::MAX;
+        let saved = SubState {
+            vals: std::mem::replace(&mut self.vals, vec![None; c.insts.len()]),
+            last_use: std::mem::replace(&mut self.last_use, last_use),
+            pos: self.pos,
+            comp: self.comp,
+            span: self.span,
+        };
+        self.comp = comp;
+        self.depth += 1;
+        let params = c.parameters();
+        for (p, a) in params.iter().zip(args) {
+            self.vals[p.index()] = Some(a);
+        }
+        for (k, &h) in order.iter().enumerate() {
+            self.pos = k;
+            let inst = &c.insts[h];
+            self.span = if inst.span.is_none() {
+                saved.span
+            } else {
+                inst.span
+            };
+            if self.vals[h.index()].is_none() {
+                let v = if inst.opcode == Opcode::Constant {
+                    self.constant(h)?
+                } else {
+                    self.lower(h)?
+                };
+                self.vals[h.index()] = Some(v);
+            }
+            self.free_dead(k);
+        }
+        let root = self.vals[c.root.index()].clone().expect("root lowered");
+        Ok((root, saved))
+    }
+
+    /// Frees what the sub-computation still holds and returns to the caller's computation.
+    pub(crate) fn end_sub(&mut self, saved: SubState) {
+        let depth = self.depth;
         for a in &mut self.allocs {
-            if !a.freed && a.last_use <= pos {
+            if !a.freed && a.depth == depth {
+                a.freed = true;
+                self.vmem.free(a.addr, a.bytes);
+            }
+        }
+        self.depth -= 1;
+        self.vals = saved.vals;
+        self.last_use = saved.last_use;
+        self.pos = saved.pos;
+        self.comp = saved.comp;
+        self.span = saved.span;
+    }
+
+    /// A new buffer with the same shapes as `v`, live as long as instruction `h`.
+    pub(crate) fn like(&mut self, h: InstId, v: &Val) -> CResult<Val> {
+        Ok(match v {
+            Val::Array(b) => Val::Array(self.new_buf(h, b.ty, b.dims.clone())?),
+            Val::Tuple(vs) => {
+                Val::Tuple(vs.iter().map(|x| self.like(h, x)).collect::<CResult<_>>()?)
+            }
+            Val::Token => Val::Token,
+            Val::Hbm(_) => return Err(self.unsupported("an HBM-resident value in control flow")),
+        })
+    }
+
+    fn free_dead(&mut self, pos: usize) {
+        let depth = self.depth;
+        for a in &mut self.allocs {
+            if !a.freed && a.depth == depth && a.last_use <= pos {
                 a.freed = true;
                 self.vmem.free(a.addr, a.bytes);
             }
@@ -531,7 +648,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn constant(&mut self, h: InstId) -> CResult<Val> {
-        let inst = &self.m.entry().insts[h];
+        let inst = &self.comp().insts[h];
         let lit = inst
             .attrs
             .literal
@@ -640,6 +757,9 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers a streamed dot: core 0's share now, the other cores' shares after core 0's code.
     pub(crate) fn lower_stream(&mut self, h: InstId) -> CResult<Option<Val>> {
+        if self.depth != 0 {
+            return Ok(None);
+        }
         let Some(sd) = self.stream[h.index()].clone() else {
             return Ok(None);
         };

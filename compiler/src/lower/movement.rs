@@ -243,7 +243,7 @@ impl Lowerer<'_> {
 
 /// Lowers data-movement instructions; `None` if `h` is not one.
 pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
-    let inst = &l.m.entry().insts[h];
+    let inst = &l.comp().insts[h];
     let op = inst.opcode;
     let ops = inst.operands.clone();
     let attrs = inst.attrs.clone();

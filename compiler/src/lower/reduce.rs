@@ -47,7 +47,7 @@ fn red_op(op: Opcode) -> Option<RedOp> {
 
 /// Lowers `reduce`; `None` if `h` is not one.
 pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
-    let inst = &l.m.entry().insts[h];
+    let inst = &l.comp().insts[h];
     if inst.opcode != Opcode::Reduce {
         return Ok(None);
     }

@@ -38,14 +38,25 @@ impl Pass for Dce {
     }
 
     fn run(&self, m: &mut Module) -> CResult<bool> {
-        let c = &mut m.comps[m.entry];
+        let mut changed = false;
+        let comps: Vec<hlo::CompId> = m.comps.handles().collect();
+        for c in comps {
+            changed |= dce(&mut m.comps[c]);
+        }
+        Ok(changed)
+    }
+}
+
+/// DCE of one computation (parameters are kept: they are its signature).
+fn dce(c: &mut hlo::Computation) -> bool {
+    {
         let n = c.insts.len();
         let mut live = vec![false; n];
         let mut stack: Vec<InstId> = vec![c.root];
         stack.extend(
             c.insts
                 .iter()
-                .filter(|(_, i)| has_side_effect(i.opcode))
+                .filter(|(_, i)| has_side_effect(i.opcode) || i.opcode == Opcode::Parameter)
                 .map(|(h, _)| h),
         );
         while let Some(h) = stack.pop() {
@@ -61,7 +72,7 @@ impl Pass for Dce {
             );
         }
         if live.iter().all(|&l| l) {
-            return Ok(false);
+            return false;
         }
         let mut remap: Vec<Option<InstId>> = vec![None; n];
         let mut arena = Arena::new();
@@ -81,6 +92,6 @@ impl Pass for Dce {
         }
         c.root = remap[c.root.index()].expect("root is live");
         c.insts = arena;
-        Ok(true)
+        true
     }
 }

@@ -20,7 +20,18 @@ impl Pass for InlineCalls {
 
     fn run(&self, m: &mut Module) -> CResult<bool> {
         let mut changed = false;
-        let entry = m.entry;
+        let comps: Vec<hlo::CompId> = m.comps.handles().collect();
+        for entry in comps {
+            changed |= inline_into(m, entry)?;
+        }
+        Ok(changed)
+    }
+}
+
+/// Inlines every used `call`/`fusion` of computation `entry` (repeatedly, for nesting).
+fn inline_into(m: &mut Module, entry: hlo::CompId) -> CResult<bool> {
+    {
+        let mut changed = false;
         // Instruction names are unique module-wide (the verifier checks it).
         let mut names: HashSet<String> = m
             .comps

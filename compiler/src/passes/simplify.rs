@@ -24,7 +24,17 @@ impl Pass for Simplify {
     }
 
     fn run(&self, m: &mut Module) -> CResult<bool> {
-        let c = &mut m.comps[m.entry];
+        let mut changed = false;
+        let comps: Vec<hlo::CompId> = m.comps.handles().collect();
+        for c in comps {
+            changed |= simplify(&mut m.comps[c]);
+        }
+        Ok(changed)
+    }
+}
+
+fn simplify(c: &mut hlo::Computation) -> bool {
+    {
         let mut changed = false;
         let order: Vec<InstId> = c.post_order().unwrap_or_default();
         for h in order {
@@ -55,6 +65,6 @@ impl Pass for Simplify {
                 changed = true;
             }
         }
-        Ok(changed)
+        changed
     }
 }
