@@ -10,11 +10,12 @@
 //! the evaluator's (`hlo::eval::linalg::conv`). The tables cost VMEM and DMA (4 bytes per
 //! patch element): large layers need a direct lowering (strided MXU operands), not built yet.
 
-use super::dot::matmul;
+use super::dot::{emit_job_list, matmul, prepare, Job, MxuOp};
 use super::emit::{Access, Queue};
 use super::movement::strides;
-use super::{Lowerer, Val};
+use super::{Buf, Lowerer, Val};
 use crate::error::CResult;
+use hlo::{ElementType, Precision};
 use hlo::{InstId, Opcode, WindowDim};
 use isa::{Inst, SReg};
 
@@ -75,6 +76,39 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let kdim = nwin * cg;
     let rows = nb * npos;
 
+    // im2col while its index table (4 bytes per patch element) stays small; the direct
+    // lowering otherwise (it needs no table, but pays a weight load per window tap).
+    let table_bytes = 4 * (nb * npos * nwin * cg) as u64 * groups.max(bgroups) as u64;
+    let direct_ok = table_bytes > l.arch.vmem.bytes / 8
+        && ns == 2
+        && groups == 1
+        && bgroups == 1
+        && win
+            .iter()
+            .all(|w| w.lhs_dilate <= 1 && w.pad_lo >= 0 && w.pad_hi >= 0 && w.stride >= 1);
+    if direct_ok {
+        let g = Direct {
+            n,
+            c,
+            o,
+            in_sp: [in_sp[0], in_sp[1]],
+            k_sp: [k_sp[0], k_sp[1]],
+            out_sp: [out_sp[0], out_sp[1]],
+            win: [win[0].clone(), win[1].clone()],
+        };
+        return direct(
+            l,
+            h,
+            &lhs,
+            &rhs,
+            (&lp, &rp, &op),
+            ty,
+            out_dims,
+            &g,
+            attrs.operand_precision.as_deref(),
+        )
+        .map(|b| Some(Val::Array(b)));
+    }
     // Canonical input with a zero element after it.
     let numel = lhs.elems() as usize;
     let comb = l.tmp(lhs.ty, vec![numel + 1])?;
@@ -239,4 +273,181 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         out
     };
     Ok(Some(Val::Array(out)))
+}
+
+/// Geometry of a 2-D convolution for the direct lowering.
+struct Direct {
+    n: usize,
+    c: usize,
+    o: usize,
+    in_sp: [usize; 2],
+    k_sp: [usize; 2],
+    out_sp: [usize; 2],
+    win: [WindowDim; 2],
+}
+
+/// Direct convolution (2-D, no groups, no base dilation, no negative padding): the input is
+/// copied into a zero-padded canonical `[N, Hp, Wp, C]` buffer; for each window tap `(kh, kw)`
+/// and each `C` tile the weights `W[kh][kw][c-tile][o-tile]` are loaded once and every output
+/// row `(n, ho)` streams its `Wo` input rows `X[n][ho·sh + kh·dh][kw·dw + wo·sw]` (one MXU row
+/// stride, `sw·C`) through them, accumulating into the accumulator rows of that output row.
+/// Output rows go in chunks of half the accumulators; (image, row chunk, `O` tile) jobs go to
+/// the MXUs round-robin. No index tables: VMEM holds the padded input, its bf16 parts and the
+/// output.
+#[allow(clippy::too_many_arguments)]
+fn direct(
+    l: &mut Lowerer<'_>,
+    h: InstId,
+    lhs: &Buf,
+    rhs: &Buf,
+    (lp, rp, op): (&[usize], &[usize], &[usize]),
+    ty: ElementType,
+    out_dims: Vec<usize>,
+    g: &Direct,
+    precision: Option<&[Precision]>,
+) -> CResult<Buf> {
+    let [h_in, w_in] = g.in_sp;
+    let [kh_n, kw_n] = g.k_sp;
+    let [ho_n, wo_n] = g.out_sp;
+    let hp = h_in + (g.win[0].pad_lo + g.win[0].pad_hi) as usize;
+    let wp = w_in + (g.win[1].pad_lo + g.win[1].pad_hi) as usize;
+    let (n, c, o) = (g.n, g.c, g.o);
+    // Zero-padded canonical input.
+    let canon_in = if lp.iter().enumerate().all(|(i, &p)| i == p) {
+        lhs.clone()
+    } else {
+        let t = l.tmp(lhs.ty, vec![n, h_in, w_in, c])?;
+        l.permute_into(&t, lhs, lp)?;
+        t
+    };
+    let padded = if hp == h_in && wp == w_in {
+        canon_in
+    } else {
+        let p = l.tmp(lhs.ty, vec![n, hp, wp, c])?;
+        let t = l.vty(lhs.ty)?;
+        l.vpu_map(&p, &[], &mut |d, _, k| Inst::VSplat {
+            dst: d,
+            src: SReg(0),
+            n: k,
+            t,
+            wait: None,
+            signal: None,
+        });
+        let es = lhs.ty.byte_size() as u64;
+        let row = (w_in * c) as u64 * es;
+        // One strided DMA per image: its rows into the padded rows.
+        for b in 0..n {
+            let src = canon_in.addr + (b * h_in * w_in * c) as u64 * es;
+            let dst = p.addr
+                + (((b * hp + g.win[0].pad_lo as usize) * wp + g.win[1].pad_lo as usize) * c)
+                    as u64
+                    * es;
+            l.dma_rows(dst, src, row, h_in as u64, row, (wp * c) as u64 * es);
+        }
+        p
+    };
+    // Canonical kernel [kh, kw, c, o].
+    let kc = if rp.iter().enumerate().all(|(i, &p)| i == p) {
+        rhs.clone()
+    } else {
+        let t = l.tmp(rhs.ty, vec![kh_n, kw_n, c, o])?;
+        l.permute_into(&t, rhs, rp)?;
+        t
+    };
+    let plan = prepare(l, &padded, &kc, precision)?;
+    let out_identity = op.iter().enumerate().all(|(i, &p)| i == p);
+    let canon_dims = vec![n, ho_n, wo_n, o];
+    let result = if out_identity {
+        l.new_buf(h, ty, out_dims.clone())?
+    } else {
+        l.tmp(ty, canon_dims.clone())?
+    };
+    let acc = if plan.acc_ty == ty {
+        result.clone()
+    } else {
+        l.tmp(plan.acc_ty, canon_dims.clone())?
+    };
+    l.stats.flops += 2 * (n * ho_n * wo_n * kh_n * kw_n * c * o) as u64;
+    let rows = l.arch.mxu.rows as usize;
+    let cols = l.arch.mxu.cols as usize;
+    let half = (l.arch.mxu.acc_rows as usize / 2).max(1);
+    let nmxu = l.arch.mxu.count as usize;
+    let iw = plan.mode.bytes() as usize;
+    let (sh, sw) = (g.win[0].stride as usize, g.win[1].stride as usize);
+    let (dh, dw) = (
+        g.win[0].rhs_dilate.max(1) as usize,
+        g.win[1].rhs_dilate.max(1) as usize,
+    );
+    if wo_n > half || sw * c * iw >= 1 << 20 || o * 4 >= 1 << 20 {
+        return Err(l.unsupported("a convolution whose output row exceeds half the accumulators"));
+    }
+    let rows_per_chunk = (half / wo_n.max(1)).max(1);
+    let mut jobs: Vec<Job> = Vec::new();
+    for b in 0..n {
+        for h0 in (0..ho_n).step_by(rows_per_chunk) {
+            let h1 = (h0 + rows_per_chunk).min(ho_n);
+            for n0 in (0..o).step_by(cols) {
+                let nn = cols.min(o - n0);
+                let q = jobs.len() % nmxu;
+                let base = (l.mxu_jobs[q] % 2) * half as u64;
+                l.mxu_jobs[q] += 1;
+                let mut ops = Vec::new();
+                let mut first = true;
+                for &(li, ri) in &plan.passes {
+                    let (xp, wpart) = (&plan.lparts[li], &plan.rparts[ri]);
+                    for kh in 0..kh_n {
+                        for kw in 0..kw_n {
+                            for c0 in (0..c).step_by(rows) {
+                                let kk = rows.min(c - c0);
+                                ops.push(MxuOp::Ldw {
+                                    addr: wpart.addr
+                                        + ((((kh * kw_n + kw) * c + c0) * o + n0) * iw) as u64,
+                                    k: kk,
+                                    n: nn,
+                                    stride: o * iw,
+                                });
+                                for ho in h0..h1 {
+                                    let y = ho * sh + kh * dh;
+                                    let x0 = kw * dw;
+                                    ops.push(MxuOp::Matmul {
+                                        addr: xp.addr
+                                            + ((((b * hp + y) * wp + x0) * c + c0) * iw) as u64,
+                                        m: wo_n,
+                                        k: kk,
+                                        stride: sw * c * iw,
+                                        base: base + ((ho - h0) * wo_n) as u64,
+                                        accumulate: !first,
+                                    });
+                                    l.stats.mxu_macs += (wo_n * rows * cols) as u64;
+                                }
+                                first = false;
+                            }
+                        }
+                    }
+                }
+                ops.push(MxuOp::St {
+                    addr: acc.addr + ((((b * ho_n + h0) * wo_n) * o + n0) * 4) as u64,
+                    m: (h1 - h0) * wo_n,
+                    n: nn,
+                    stride: o * 4,
+                    base,
+                });
+                jobs.push(Job { mxu: q as u8, ops });
+            }
+        }
+    }
+    emit_job_list(l, &jobs, plan.mode);
+    if plan.acc_ty != ty {
+        l.convert(&result, &acc.with_dims(result.dims.clone()))?;
+    }
+    if out_identity {
+        return Ok(result);
+    }
+    let mut inv = vec![0; op.len()];
+    for (j, &d) in op.iter().enumerate() {
+        inv[d] = j;
+    }
+    let out = l.new_buf(h, ty, out_dims)?;
+    l.permute_into(&out, &result.with_dims(canon_dims), &inv)?;
+    Ok(out)
 }

@@ -24,7 +24,7 @@ use hlo::{ElementType, InstId, Opcode, Precision};
 use isa::Inst;
 
 /// One MXU instruction of a job, with raw addresses (operands are made at emission).
-enum MxuOp {
+pub(crate) enum MxuOp {
     Ldw {
         addr: u64,
         k: usize,
@@ -48,9 +48,10 @@ enum MxuOp {
     },
 }
 
-struct Job {
-    mxu: u8,
-    ops: Vec<MxuOp>,
+/// The MXU instructions of one job, all on MXU `mxu`.
+pub(crate) struct Job {
+    pub mxu: u8,
+    pub ops: Vec<MxuOp>,
 }
 
 /// Lowers `dot`; `None` if `h` is not one.
@@ -122,6 +123,50 @@ pub(crate) fn matmul(
     precision: Option<&[Precision]>,
 ) -> CResult<()> {
     let ty = out.ty;
+    let MxuPlan {
+        mode,
+        acc_ty,
+        passes: pass_list,
+        lparts,
+        rparts,
+    } = prepare(l, lhs_c, rhs_c, precision)?;
+    let pass_list = pass_list.as_slice();
+    let acc = if acc_ty == ty {
+        out.clone()
+    } else {
+        l.tmp(acc_ty, vec![nb, m, n])?
+    };
+    l.stats.flops += 2 * (nb * m * k * n) as u64;
+    if m > 0 && n > 0 && nb > 0 {
+        if k == 0 {
+            return Err(l.unsupported("dot with an empty contracting dimension"));
+        }
+        emit_jobs(l, &lparts, &rparts, pass_list, &acc, mode, (nb, m, k, n))?;
+    }
+    if acc_ty != ty {
+        let a2 = acc.with_dims(out.dims.clone());
+        l.convert(out, &a2)?;
+    }
+    Ok(())
+}
+
+/// How a product runs on the MXUs: the mode, the accumulator type, and the operands as parts
+/// in the MXU input type with the (lhs part, rhs part) of each pass.
+pub(crate) struct MxuPlan {
+    pub mode: MxuDtype,
+    pub acc_ty: ElementType,
+    pub passes: Vec<(usize, usize)>,
+    pub lparts: Vec<Buf>,
+    pub rparts: Vec<Buf>,
+}
+
+/// Chooses mode and passes for `lhs × rhs` and splits the operands into parts.
+pub(crate) fn prepare(
+    l: &mut Lowerer<'_>,
+    lhs_c: &Buf,
+    rhs_c: &Buf,
+    precision: Option<&[Precision]>,
+) -> CResult<MxuPlan> {
     let (mode, acc_ty) = match (lhs_c.ty, rhs_c.ty) {
         (ElementType::S8, ElementType::S8) => (MxuDtype::Int8, ElementType::S32),
         (x, y) if is_mxu_float(x) && is_mxu_float(y) => (MxuDtype::Bf16, ElementType::F32),
@@ -178,23 +223,13 @@ pub(crate) fn matmul(
         3 => &[(1, 0), (0, 1), (0, 0)],
         _ => &[(2, 0), (0, 2), (1, 1), (1, 0), (0, 1), (0, 0)],
     };
-    let acc = if acc_ty == ty {
-        out.clone()
-    } else {
-        l.tmp(acc_ty, vec![nb, m, n])?
-    };
-    l.stats.flops += 2 * (nb * m * k * n) as u64;
-    if m > 0 && n > 0 && nb > 0 {
-        if k == 0 {
-            return Err(l.unsupported("dot with an empty contracting dimension"));
-        }
-        emit_jobs(l, &lparts, &rparts, pass_list, &acc, mode, (nb, m, k, n))?;
-    }
-    if acc_ty != ty {
-        let a2 = acc.with_dims(out.dims.clone());
-        l.convert(out, &a2)?;
-    }
-    Ok(())
+    Ok(MxuPlan {
+        mode,
+        acc_ty,
+        passes: pass_list.to_vec(),
+        lparts,
+        rparts,
+    })
 }
 
 fn is_mxu_float(t: ElementType) -> bool {
@@ -311,8 +346,15 @@ fn emit_jobs(
             }
         }
     }
-    // Emit jobs in groups of one per MXU, interleaving their instructions so every MXU's
-    // queue is fed. Addresses are resolved at emission (the base-register cache changes).
+    emit_job_list(l, &jobs, mode);
+    Ok(())
+}
+
+/// Emits jobs in groups of one per MXU, interleaving their instructions so every MXU's queue
+/// is fed. Addresses are resolved at emission (the base-register cache changes).
+pub(crate) fn emit_job_list(l: &mut Lowerer<'_>, jobs: &[Job], mode: MxuDtype) {
+    let nmxu = l.arch.mxu.count as usize;
+    let iw = mode.bytes() as usize;
     for group in jobs.chunks(nmxu) {
         let longest = group.iter().map(|j| j.ops.len()).max().unwrap_or(0);
         for step in 0..longest {
@@ -323,7 +365,6 @@ fn emit_jobs(
             }
         }
     }
-    Ok(())
 }
 
 fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw: usize) {
