@@ -352,6 +352,9 @@ impl<'a> Lowerer<'a> {
                 if let Some(v) = reduce::lower(self, h)? {
                     return Ok(v);
                 }
+                if let Some(v) = reduce::lower_window(self, h)? {
+                    return Ok(v);
+                }
                 if let Some(v) = self.lower_stream(h)? {
                     return Ok(v);
                 }
