@@ -94,7 +94,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             in_sp: [in_sp[0], in_sp[1]],
             k_sp: [k_sp[0], k_sp[1]],
             out_sp: [out_sp[0], out_sp[1]],
-            win: [win[0].clone(), win[1].clone()],
+            win: [win[0], win[1]],
         };
         return direct(
             l,
