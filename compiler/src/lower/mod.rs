@@ -339,6 +339,22 @@ impl<'a> Lowerer<'a> {
                 Ok(v)
             }
             O::OptimizationBarrier => self.alias(inst.operands[0], h),
+            O::BitcastConvert => {
+                // The same bytes reinterpreted (row-major, little-endian; a width change moves
+                // the last dimension, as XLA specifies): an alias.
+                let b = self.arr(inst.operands[0])?;
+                let (ty, dims) = self.out_shape(h)?;
+                let bytes = dims.iter().product::<usize>() as u64 * ty.byte_size() as u64;
+                if bytes != b.bytes() {
+                    return Err(CompileError::Internal(
+                        "bitcast-convert changes the byte count".into(),
+                    ));
+                }
+                dtype(ty).ok_or_else(|| self.unsupported(format!("element type {ty}")))?;
+                let v = Val::Array(Buf { ty, dims, ..b });
+                self.extend_life(&v, h);
+                Ok(v)
+            }
             O::While => control::lower_while(self, h),
             O::Conditional => control::lower_conditional(self, h),
             O::AfterAll => Ok(Val::Token),
