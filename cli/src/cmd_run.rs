@@ -85,6 +85,10 @@ pub struct RunArgs {
     /// Print every output element (default: a summary of large outputs).
     #[arg(long)]
     full: bool,
+    /// Replay every MXU's operation stream of the run through the Verilator model of the
+    /// generated RTL and compare every result row and its cycle with the simulator's model.
+    #[arg(long)]
+    rtl_check: bool,
 }
 
 /// Parses, verifies and compiles; errors rendered as FILE:LINE:COL.
@@ -269,6 +273,7 @@ pub fn execute(
     args: &[Literal],
     opts: SimOptions,
     trace: Option<Box<dyn TraceSink>>,
+    record_mxu: bool,
 ) -> Result<Execution, ExecError> {
     if args.len() != c.io.params.len() {
         return Err(ExecError::User(format!(
@@ -293,6 +298,9 @@ pub fn execute(
     }
     if let Some(t) = trace {
         sys.set_trace(t);
+    }
+    if record_mxu {
+        sys.record_mxu();
     }
     let started = std::time::Instant::now();
     let run = match sys.run() {
@@ -418,6 +426,7 @@ fn conformance_case(
             max_cycles: 1 << 40,
         },
         None,
+        false,
     ) {
         Ok(x) => x,
         Err(ExecError::Check(e)) | Err(ExecError::User(e)) => return ("error", e),
@@ -451,6 +460,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
              zeros for its predicates and indices, so its cycles follow that path"
         );
     }
+    if a.rtl_check && a.timing_only {
+        return Err(user(
+            "--rtl-check needs a functional run (not --timing-only)".into(),
+        ));
+    }
     let ops = Arc::new(Mutex::new(OpCycles::default()));
     let ex = match execute(
         &c,
@@ -461,6 +475,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             max_cycles: a.max_cycles,
         },
         Some(Box::new(OpSink(ops.clone()))),
+        a.rtl_check,
     ) {
         Ok(x) => x,
         Err(ExecError::Check(e)) => {
@@ -506,6 +521,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             }
         }
         max_err = Some(max_abs_diff(&reference, &out));
+    }
+    if a.rtl_check && !rtl_check(&arch, sys.mxu_log(0).unwrap_or_default())? {
+        outcome = Outcome::CheckFailed;
     }
     // Report.
     let secs = r.cycles as f64 / (arch.clock_mhz * 1e6);
@@ -618,4 +636,91 @@ fn as_f64(d: &hlo::ArrayData, i: usize) -> f64 {
         D::Pred(v) => v[i] as u8 as f64,
         _ => f64::NAN,
     }
+}
+
+/// Replays each MXU's recorded stream through the RTL (Verilator); true if every result row
+/// and cycle matched.
+fn rtl_check(arch: &arch::ArchConfig, log: &[sim::MxuRecord]) -> anyhow::Result<bool> {
+    use hw::ops::{Issued, Op};
+    if log.is_empty() {
+        println!("rtl-check: the run used no MXU");
+        return Ok(true);
+    }
+    let mode = log[0].mode;
+    if log.iter().any(|r| r.mode != mode) {
+        return Err(user(
+            "--rtl-check: the run mixes MXU modes; the RTL is built for one".into(),
+        ));
+    }
+    let mut cfg = arch.clone();
+    cfg.mxu.dtype = mode;
+    let p = hw::MxuParams::from_arch(&cfg).map_err(|e| user(format!("--rtl-check: {e}")))?;
+    let model =
+        hw::flow::VerilatorModel::build(&p).map_err(|e| user(format!("--rtl-check: {e}")))?;
+    let (r, c) = (p.rows, p.cols);
+    let mut streams: BTreeMap<(u32, u32), Vec<&sim::MxuRecord>> = BTreeMap::new();
+    for rec in log {
+        streams.entry((rec.core, rec.mxu)).or_default().push(rec);
+    }
+    let mut all_ok = true;
+    for ((core, mxu), recs) in streams {
+        let t0 = recs[0].cycle;
+        let seq: Vec<Issued> = recs
+            .iter()
+            .map(|rec| {
+                let op = match &rec.op {
+                    sim::MxuRecordOp::Load { k, n, w } => {
+                        let mut pw = vec![0u16; r * c];
+                        for i in 0..*k {
+                            pw[i * c..i * c + n].copy_from_slice(&w[i * n..(i + 1) * n]);
+                        }
+                        Op::Load {
+                            k: *k,
+                            n: *n,
+                            w: pw,
+                        }
+                    }
+                    sim::MxuRecordOp::Matmul {
+                        m,
+                        k,
+                        acc,
+                        accumulate,
+                        x,
+                    } => {
+                        let mut px = vec![0u16; m * r];
+                        for i in 0..*m {
+                            px[i * r..i * r + k].copy_from_slice(&x[i * k..(i + 1) * k]);
+                        }
+                        Op::Matmul {
+                            m: *m,
+                            k: *k,
+                            addr: *acc,
+                            acc: *accumulate,
+                            x: px,
+                        }
+                    }
+                };
+                Issued {
+                    op,
+                    issue: rec.cycle - t0,
+                }
+            })
+            .collect();
+        let mut reference = hw::cosim::SimReference::new(&p);
+        let (rep, _, _) = hw::flow::cosim_sequence(&p, &model, &seq, &mut reference)
+            .map_err(|e| user(format!("--rtl-check: {e}")))?;
+        println!(
+            "rtl-check core{core}.mxu{mxu} ({}): operations {}  result rows {}  cycles {}  mismatches {}",
+            p.tag(),
+            rep.ops,
+            rep.result_rows,
+            rep.cycles,
+            rep.mismatches
+        );
+        if let Some((_, m)) = &rep.first {
+            println!("  first mismatch: {m}");
+        }
+        all_ok &= rep.mismatches == 0;
+    }
+    Ok(all_ok)
 }

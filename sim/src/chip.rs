@@ -114,6 +114,40 @@ pub struct Chip {
     pub st: ChipStats,
     /// Cores halted so far.
     pub halted: usize,
+    /// Every MXU operation with its operands, when asked for ([`crate::System::record_mxu`]).
+    pub mxu_log: Option<Vec<MxuRecord>>,
+}
+
+/// One MXU operation as the simulator executed it: the stream a compiled program feeds an
+/// MXU, replayable through the RTL (`systole run --rtl-check`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MxuRecord {
+    /// Core index.
+    pub core: u32,
+    /// MXU index.
+    pub mxu: u32,
+    /// Cycle the MXU's front end started it.
+    pub cycle: u64,
+    /// Mode.
+    pub mode: MxuDtype,
+    /// What it did.
+    pub op: MxuRecordOp,
+}
+
+/// The operation of an [`MxuRecord`], operands as raw elements (int8 in the low byte, or
+/// bf16 bits), row-major, unpadded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MxuRecordOp {
+    /// `mxu.ldw` of a `k × n` tile.
+    Load { k: usize, n: usize, w: Vec<u16> },
+    /// `mxu.matmul` of `m` rows of `k` elements into accumulator row `acc`.
+    Matmul {
+        m: usize,
+        k: usize,
+        acc: usize,
+        accumulate: bool,
+        x: Vec<u16>,
+    },
 }
 
 fn mode_of(d: MxuDtype) -> MxuMode {
@@ -165,6 +199,7 @@ impl Chip {
             done_buf: Vec::new(),
             st,
             halted: 0,
+            mxu_log: None,
         }
     }
 

@@ -32,6 +32,7 @@ mod units;
 mod vpu;
 pub mod vpu_ops;
 
+pub use chip::{MxuRecord, MxuRecordOp};
 pub use cycle::Cycle;
 pub use error::{DeadlockReport, SimError};
 pub use system::{RunResult, SimOptions, System};

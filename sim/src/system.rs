@@ -161,6 +161,19 @@ impl System {
             .map_err(|e| SimError::Input(format!("input: {e}")))
     }
 
+    /// Records every MXU operation with its operands during the run (functional runs), for
+    /// replay through the RTL; [`System::mxu_log`] returns them afterwards.
+    pub fn record_mxu(&mut self) {
+        for ch in &mut self.chips {
+            ch.mxu_log = Some(Vec::new());
+        }
+    }
+
+    /// The MXU operations chip `chip` executed (if [`System::record_mxu`] was called).
+    pub fn mxu_log(&self, chip: usize) -> Option<&[crate::chip::MxuRecord]> {
+        self.chips.get(chip).and_then(|c| c.mxu_log.as_deref())
+    }
+
     /// VMEM of a core.
     pub fn vmem(&self, chip: usize, core: usize) -> Option<&Memory> {
         self.core(chip, core).map(|c| &c.vmem)

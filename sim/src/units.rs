@@ -9,7 +9,7 @@
 //! races between units that a program failed to order.
 
 use crate::account::Kind;
-use crate::chip::{Chip, Env, Ev};
+use crate::chip::{Chip, Env, Ev, MxuRecord, MxuRecordOp};
 use crate::core::*;
 use crate::cycle::Cycle;
 use crate::engine::Priority;
@@ -284,6 +284,19 @@ impl Chip {
                         None
                     };
                 let data = bytes.as_deref().map(|b| operand(mode, b));
+                if let (Some(log), Some(b)) = (&mut self.mxu_log, &bytes) {
+                    log.push(MxuRecord {
+                        core: c as u32,
+                        mxu: i as u32,
+                        cycle: now.get(),
+                        mode,
+                        op: MxuRecordOp::Load {
+                            k: k as usize,
+                            n: n as usize,
+                            w: raw_elems(mode, b),
+                        },
+                    });
+                }
                 let mx = &mut self.cores[c].mxus[i];
                 let t = mx
                     .model
@@ -333,6 +346,21 @@ impl Chip {
                 };
                 let data = bytes.as_deref().map(|b| operand(mode, b));
                 let acc = usize::try_from(cmd.a[1]).unwrap_or(usize::MAX);
+                if let (Some(log), Some(b)) = (&mut self.mxu_log, &bytes) {
+                    log.push(MxuRecord {
+                        core: c as u32,
+                        mxu: i as u32,
+                        cycle: now.get(),
+                        mode,
+                        op: MxuRecordOp::Matmul {
+                            m: m as usize,
+                            k: k as usize,
+                            acc,
+                            accumulate,
+                            x: raw_elems(mode, b),
+                        },
+                    });
+                }
                 let mx = &mut self.cores[c].mxus[i];
                 let t = mx
                     .model
@@ -481,6 +509,17 @@ impl OwnedOperand {
             OwnedOperand::Int8(v) => Operand::Int8(v),
             OwnedOperand::Bf16(v) => Operand::Bf16(v),
         }
+    }
+}
+
+/// Raw elements of an MXU operand (int8 in the low byte, bf16 bits).
+fn raw_elems(mode: MxuDtype, b: &[u8]) -> Vec<u16> {
+    match mode {
+        MxuDtype::Int8 => b.iter().map(|&x| x as u16).collect(),
+        MxuDtype::Bf16 => b
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect(),
     }
 }
 
