@@ -10,6 +10,7 @@
 //! * Presets are JSON files under `arch/presets/`, embedded at compile time; numbers that are
 //!   estimates rather than public figures are listed in the preset's `guessed` list.
 
+pub mod budget;
 mod config;
 mod error;
 mod overrides;
@@ -17,6 +18,7 @@ mod presets;
 mod table;
 mod validate;
 
+pub use budget::{Budget, BudgetError};
 pub use config::*;
 pub use error::ArchError;
 pub use overrides::{apply_override, parse_override};

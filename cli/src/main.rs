@@ -1,6 +1,7 @@
 //! `systole`: the command-line front of the workspace (see `docs/` and ARCHITECTURE.md).
 //!
-//! Exit codes: 0 success, 1 a check failed (mismatch, deadlock found), 2 bad input or usage.
+//! Exit codes: 0 success, 1 a check failed (mismatch, deadlock found), 2 bad input, usage or a
+//! resource budget exceeded (`--max-memory`, `--max-work`; see docs/bounded.md).
 //! Each subcommand family lives in its own module (`cmd_*.rs`); this file only dispatches.
 
 mod cmd_arch;
@@ -9,6 +10,7 @@ mod cmd_hlo;
 mod cmd_isa;
 mod cmd_rtl;
 mod cmd_sim;
+mod bounded;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -22,6 +24,8 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     cmd: Command,
+    #[command(flatten)]
+    budget: bounded::BudgetArgs,
 }
 
 #[derive(Subcommand)]
@@ -66,6 +70,7 @@ impl std::fmt::Display for UserError {
 impl std::error::Error for UserError {}
 
 fn main() -> ExitCode {
+    bounded::quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -74,6 +79,10 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Err(e) = bounded::init(&cli.budget) {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     let result = match cli.cmd {
         Command::Check(a) => cmd_hlo::check(a),
         Command::Fmt(a) => cmd_hlo::fmt(a),
@@ -90,7 +99,7 @@ fn main() -> ExitCode {
         Ok(Outcome::CheckFailed) => ExitCode::from(1),
         Err(e) => {
             if let Some(u) = e.downcast_ref::<UserError>() {
-                eprintln!("{u}");
+                eprintln!("{}", bounded::elide_long_tokens(&u.0));
                 ExitCode::from(2)
             } else {
                 eprintln!("error: {e:#}");

@@ -33,5 +33,5 @@ mod vpu;
 pub mod vpu_ops;
 
 pub use cycle::Cycle;
-pub use error::{DeadlockReport, SimError};
-pub use system::{RunResult, SimOptions, System};
+pub use error::{DeadlockReport, SimError, TimeoutReport};
+pub use system::{default_max_cycles, RunResult, SimOptions, System, MAX_EVENTS_PER_CYCLE};

@@ -77,5 +77,14 @@ fn a_program_that_never_halts_times_out() {
         ..Default::default()
     };
     let mut sys = System::new(&a, prog, 1, opts).unwrap();
-    assert_eq!(sys.run().unwrap_err(), SimError::Timeout(100_000));
+    match sys.run().unwrap_err() {
+        SimError::Timeout(r) => {
+            assert_eq!(r.limit, 100_000);
+            let text = r.to_string();
+            assert!(text.contains("did not halt within 100000 cycles"), "{text}");
+            // The report names the instruction the sequencer was at.
+            assert!(text.contains("chip0.core0.seq at pc"), "{text}");
+        }
+        e => panic!("expected a timeout, got {e}"),
+    }
 }
