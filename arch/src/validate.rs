@@ -296,7 +296,7 @@ fn bounded(need: &mut impl FnMut(bool, String), c: &ArchConfig) {
     let mut rate = |name: &str, g: f64| {
         need(
             !(g.is_finite() && g > 0.0) || (lo..=hi).contains(&g),
-            format!("{name} = {g} is out of range: allowed {lo}..={hi} GB/s"),
+            format!("{name} = {g:?} is out of range: allowed {lo:?}..={hi:?} GB/s"),
         )
     };
     rate("hbm.gbps", c.hbm.gbps);
@@ -307,7 +307,7 @@ fn bounded(need: &mut impl FnMut(bool, String), c: &ArchConfig) {
     let mut lat = |name: &str, ns: f64| {
         need(
             !(ns.is_finite() && ns >= 0.0) || ns <= MAX_LATENCY_NS,
-            format!("{name} = {ns} is out of range: allowed 0..={MAX_LATENCY_NS} ns"),
+            format!("{name} = {ns:?} is out of range: allowed 0..={MAX_LATENCY_NS:?} ns"),
         )
     };
     lat("hbm.latency_ns", c.hbm.latency_ns);
@@ -318,14 +318,14 @@ fn bounded(need: &mut impl FnMut(bool, String), c: &ArchConfig) {
 fn positive(need: &mut impl FnMut(bool, String), name: &str, v: f64) {
     need(
         v.is_finite() && v > 0.0,
-        format!("{name} must be a finite number > 0, got {v}"),
+        format!("{name} must be a finite number > 0, got {v:?}"),
     );
 }
 
 fn non_negative(need: &mut impl FnMut(bool, String), name: &str, v: f64) {
     need(
         v.is_finite() && v >= 0.0,
-        format!("{name} must be a finite number >= 0, got {v}"),
+        format!("{name} must be a finite number >= 0, got {v:?}"),
     );
 }
 

@@ -37,6 +37,8 @@ pub struct Env<'a> {
     pub functional: bool,
     /// Number of chips (replicas).
     pub replicas: u32,
+    /// The run's cycle limit (work that cannot finish before it is not started).
+    pub max_cycles: u64,
 }
 
 /// An event of one chip.

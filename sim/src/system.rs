@@ -33,24 +33,17 @@ pub struct SimOptions {
 /// advance (no progress).
 pub const MAX_EVENTS_PER_CYCLE: u64 = 1 << 24;
 
-/// The default `max_cycles` for `program` (see `docs/bounded.md`): 10⁸ cycles, plus 10⁵ per
-/// instruction and one cycle per byte of its DMA descriptors and data segments, at most 2⁴⁰.
-/// A straight-line program of that size needs far fewer; a loop that runs longer needs an
-/// explicit `--max-cycles`.
+/// Largest default `max_cycles` (about three minutes of a core spinning in a loop).
+pub const MAX_DEFAULT_CYCLES: u64 = 10_000_000_000;
+
+/// The default `max_cycles` for `program` (see `docs/bounded.md`): 10⁸ cycles plus 10⁵ per
+/// instruction, at most [`MAX_DEFAULT_CYCLES`]. A straight-line program needs far fewer (an
+/// instruction rarely takes 10⁵ cycles; a DMA that cannot finish in time stops the run when it
+/// starts); a loop meant to run longer needs an explicit `--max-cycles`.
 pub fn default_max_cycles(program: &Program) -> u64 {
-    let dma: u64 = program
-        .dma
-        .iter()
-        .fold(0u64, |a, d| a.saturating_add(d.total_bytes()));
-    let data: u64 = program
-        .data
-        .iter()
-        .fold(0u64, |a, d| a.saturating_add(d.bytes.len() as u64));
     100_000_000u64
         .saturating_add((program.code.len() as u64).saturating_mul(100_000))
-        .saturating_add(dma)
-        .saturating_add(data)
-        .min(1 << 40)
+        .min(MAX_DEFAULT_CYCLES)
 }
 
 impl Default for SimOptions {
@@ -246,6 +239,7 @@ impl System {
             trace: trace.as_deref_mut().map(|t| t as &mut dyn TraceSink),
             functional: self.opts.functional,
             replicas: self.chips.len() as u32,
+            max_cycles: self.opts.max_cycles,
         };
         let mut events = 0u64;
         let mut last = Cycle::ZERO;
@@ -289,7 +283,13 @@ impl System {
             last = now;
             events += 1;
             if let Err(e) = self.chips[i].handle(&mut env, now, ev) {
-                break Err(e);
+                break Err(match e {
+                    // Raised by a unit that saw it cannot finish in time: add where all were.
+                    SimError::Timeout(r) => {
+                        SimError::Timeout(self.stop_report(now, r.reason))
+                    }
+                    e => e,
+                });
             }
         };
         self.trace = trace;

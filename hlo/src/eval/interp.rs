@@ -25,6 +25,17 @@ use crate::shape::Shape;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Bytes of kernel working space counted per result element (index vectors, 64-bit
+/// intermediates) on top of the result's own bytes.
+pub const WORKING_BYTES: u64 = 16;
+
+/// Work counted per instruction executed, on top of the elements it reads and writes: the
+/// interpreter's fixed cost of one instruction is that of tens of element operations.
+pub const INSTRUCTION_WORK: u64 = 64;
+
+/// Work counted per computation called (environment set-up and tear-down).
+pub const CALL_WORK: u64 = 1024;
+
 /// Work and live-memory counters of one evaluation, shared by every context of one replica
 /// (reducers and collective combiners included).
 #[derive(Debug, Default)]
@@ -259,6 +270,7 @@ impl<'a> Ctx<'a> {
                 self.opts.max_call_depth
             )));
         }
+        self.charge(format_args!("call of {}", c.name), CALL_WORK)?;
         self.depth += 1;
         let r = self.run_plan(c, plan, args);
         self.depth -= 1;
@@ -319,11 +331,18 @@ impl<'a> Ctx<'a> {
                 let in_elems: u64 = ops.iter().map(|v| elements(v)).sum();
                 let work = out_elems
                     .and_then(|o| o.checked_add(in_elems))
-                    .and_then(|w| w.checked_add(1))
+                    .and_then(|w| w.checked_add(INSTRUCTION_WORK))
                     .unwrap_or(u64::MAX);
+                // Kernels hold index or widened (64-bit) copies next to their result: each
+                // result element is counted with WORKING_BYTES bytes of working space.
                 self.reserve(
-                    format_args!("%{} (result {})", inst.name, inst.shape),
-                    inst.shape.byte_size(),
+                    format_args!(
+                        "%{} (result {} and its working space)",
+                        inst.name, inst.shape
+                    ),
+                    inst.shape.byte_size().and_then(|b| {
+                        b.checked_add(out_elems?.checked_mul(WORKING_BYTES)?)
+                    }),
                 )?;
                 self.charge(format_args!("%{}", inst.name), work)?;
                 let v = if inst.opcode == Opcode::Bitcast {
