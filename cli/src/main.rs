@@ -102,7 +102,7 @@ fn main() -> ExitCode {
                 eprintln!("{}", bounded::elide_long_tokens(&u.0));
                 ExitCode::from(2)
             } else {
-                eprintln!("error: {e:#}");
+                eprintln!("{}", bounded::elide_long_tokens(&format!("error: {e:#}")));
                 ExitCode::from(2)
             }
         }
