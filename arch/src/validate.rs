@@ -336,3 +336,40 @@ fn lookup<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Va
         _ => None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ArchConfig;
+
+    fn errors(sets: &[&str]) -> String {
+        match ArchConfig::resolve("mini", sets) {
+            Ok(_) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn every_preset_is_within_the_bounds() {
+        for (name, _) in crate::PRESETS {
+            ArchConfig::preset(name).unwrap();
+        }
+    }
+
+    #[test]
+    fn out_of_range_values_name_field_value_and_range() {
+        let e = errors(&["hbm.bytes=18446744073709551615"]);
+        assert!(
+            e.contains("hbm.bytes = 18446744073709551615 is out of range: allowed 1..=1099511627776"),
+            "{e}"
+        );
+        let e = errors(&["hbm.gbps=1e-25"]);
+        assert!(e.contains("hbm.gbps = 1e-25 is out of range: allowed 0.001..="), "{e}");
+        let e = errors(&["hbm.latency_ns=1e300"]);
+        assert!(e.contains("hbm.latency_ns = 1e300 is out of range: allowed 0..="), "{e}");
+        let e = errors(&["dma.setup_cycles=4000000000"]);
+        assert!(e.contains("dma.setup_cycles = 4000000000 is out of range"), "{e}");
+        let e = errors(&["ici.dims=[4294967295]"]);
+        assert!(e.contains("ici.dims [4294967295] make 4294967295 chips"), "{e}");
+        assert_eq!(errors(&["hbm.gbps=0.001", "hbm.latency_ns=1000000000"]), "");
+    }
+}

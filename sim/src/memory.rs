@@ -82,7 +82,7 @@ fn describe(e: &MemError) -> String {
             e.mem, e.addr, e.addr, e.len, e.cap
         ),
         Some(b) => format!(
-            "resource limit: {}: writing [{:#x}, {:#x}+{}) needs more touched memory than the \
+            "resource limit: {}: accessing [{:#x}, {:#x}+{}) needs more touched memory than the \
              budget of {b} bytes for all simulated memories (--max-memory)",
             e.mem, e.addr, e.addr, e.len
         ),

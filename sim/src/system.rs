@@ -110,7 +110,6 @@ impl System {
         }
         let prog = Prog::new(program).map_err(|e| SimError::Input(e.to_string()))?;
         let params = Params::new(arch);
-        params.pool.set_limit(max_memory);
         // Accumulators and vector registers are allocated up front, per core of every chip.
         let m = &arch.mxu;
         let per_core = (m.count as u64 * m.acc_rows as u64 * m.cols as u64 * 4)
@@ -129,6 +128,8 @@ impl System {
                 arch.cores_per_chip
             )));
         }
+        // Memory pages get what the fixed state leaves.
+        params.pool.set_limit(max_memory.saturating_sub(state));
         let mut stats = Stats::new();
         let chips = (0..replicas)
             .map(|i| Chip::new(i, &params, &mut stats, opts.functional))

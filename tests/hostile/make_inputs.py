@@ -183,7 +183,7 @@ add(2, "sim hlo_binary_garbage.hlo", "hlo_binary_garbage.hlo:1:")
 w('sim_hbm_out_of_bounds.s', "    s.li s1, 1073741824\n    dma.copy vmem[s0], hbm[s1], desc=0, signal=sem0\n    sem.wait sem0, n=1\n    halt\n.dma 0 len=64\n")
 add(2, "sim sim_hbm_out_of_bounds.s", "outside capacity")
 w('sim_touch_all_hbm.s', ".dma 0 len=65536 dims=[(16384,0,65536)]\n    dma.copy hbm[s0], vmem[s0], desc=0, signal=sem0\n    sem.wait sem0, n=1\n    halt\n")
-add(2, "sim sim_touch_all_hbm.s --arch tpu-v4 --max-memory 64M --max-cycles 100000000000", "budget of 67108864 bytes for all simulated memories")
+add(2, "sim sim_touch_all_hbm.s --arch tpu-v4 --max-memory 64M --max-cycles 100000000000", "bytes for all simulated memories (--max-memory)")
 
 # ---------- program binaries ----------
 _tmp = tempfile.mkdtemp()

@@ -151,3 +151,6 @@ pub fn arg_fits(p: &crate::shape::Shape, a: &Literal) -> bool {
 pub fn evaluate(module: &Module, args: &[Literal]) -> EResult<Literal> {
     Evaluator::new(module).run(args, &mut SingleReplica::default())
 }
+
+#[cfg(test)]
+mod budget_tests;
