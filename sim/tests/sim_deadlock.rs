@@ -144,3 +144,24 @@ fn simulated_memories_stay_within_the_memory_limit() {
     let e = sys.run().unwrap_err().to_string();
     assert!(e.contains("budget of 7864320 bytes for all simulated memories"), "{e}");
 }
+
+#[test]
+fn a_core_jumping_to_itself_stops_at_once() {
+    for asm in ["loop:\n    jmp loop\n", "    s.li s1, 3\nh:\n    beq s1, s1, h\n    halt\n"] {
+        let prog = isa::asm::assemble(asm).unwrap();
+        let a = ArchConfig::preset("mini").unwrap();
+        let mut sys = System::new(&a, prog, 1, SimOptions::default()).unwrap();
+        match sys.run().unwrap_err() {
+            SimError::Timeout(r) => {
+                let text = r.to_string();
+                assert!(text.contains("jumps to itself and can never halt"), "{text}");
+            }
+            e => panic!("expected no progress, got {e}"),
+        }
+    }
+    // A self-branch not taken falls through.
+    let prog = isa::asm::assemble("    s.li s1, 3\nh:\n    bne s1, s1, h\n    halt\n").unwrap();
+    let a = ArchConfig::preset("mini").unwrap();
+    let mut sys = System::new(&a, prog, 1, SimOptions::default()).unwrap();
+    assert!(sys.run().is_ok());
+}

@@ -155,8 +155,10 @@ add(2, "asm sim_halt.s --arch no-such-arch -o {tmp}/out.bin", "unknown arch `no-
 add(0, "asm sim_example.s -o {tmp}/out.bin", "17 instructions")
 
 # ---------- sim ----------
-add(1, "sim sim_spin.s --max-cycles 100000", "did not halt within 100000 cycles")
-add(1, "sim sim_spin.s", "chip0.core0.seq at pc 0 `jmp @0`")
+add(1, "sim sim_count_loop.s --max-cycles 100000", "did not halt within 100000 cycles")
+add(1, "sim sim_count_loop.s", "chip0.core0.seq at pc")
+add(1, "sim sim_spin.s", "no progress: chip 0 core 0 pc 0 `jmp @0` jumps to itself")
+add(1, "sim sim_self_branch.s", "pc 1 `beq s1, s1, @1` jumps to itself")
 add(1, "sim sim_deadlock.s", "deadlock at cycle 0")
 add(1, "sim sim_dma_huge.s", "past the limit of")
 add(1, "sim sim_dma_huge.s --timing-only", "past the limit of")
@@ -176,7 +178,7 @@ add(2, "sim sim_halt.s --trace /nonexistent-dir/t.json", "/nonexistent-dir/t.jso
 add(2, "sim sim_halt.s --stats-json /nonexistent-dir/s.json", "/nonexistent-dir/s.json: error: cannot write")
 add(2, "sim sim_halt.s --infeed nonexistent.bin", "nonexistent.bin: error: cannot read file")
 add(0, "sim sim_halt.s --max-cycles 0", "cycles: 0")
-add(1, "sim sim_spin.s --max-cycles 0", "did not halt within 0 cycles")
+add(1, "sim sim_count_loop.s --max-cycles 0", "did not halt within 0 cycles")
 add(2, "sim asm_invalid_utf8.s", "asm_invalid_utf8.s:2:7: error: invalid UTF-8")
 add(2, "sim asm_unknown_mnemonic.s", "asm_unknown_mnemonic.s:1:5:")
 add(2, "sim hlo_binary_garbage.hlo", "hlo_binary_garbage.hlo:1:")
