@@ -46,7 +46,9 @@ impl ArchConfig {
             path: path.display().to_string(),
             msg,
         };
-        let len = std::fs::metadata(path).map_err(|e| io(e.to_string()))?.len();
+        let len = std::fs::metadata(path)
+            .map_err(|e| io(e.to_string()))?
+            .len();
         if len > MAX_ARCH_FILE_BYTES {
             return Err(io(format!(
                 "{len} bytes: an arch file is at most {MAX_ARCH_FILE_BYTES} bytes"

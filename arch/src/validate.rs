@@ -246,13 +246,23 @@ fn bounded(need: &mut impl FnMut(bool, String), c: &ArchConfig) {
     let s = &c.sequencer;
     int("sequencer.queue_depth", s.queue_depth.into(), 1, cnt);
     int("sequencer.scalar_latency", s.scalar_latency.into(), 1, dly);
-    int("sequencer.scalar_mem_latency", s.scalar_mem_latency.into(), 1, dly);
+    int(
+        "sequencer.scalar_mem_latency",
+        s.scalar_mem_latency.into(),
+        1,
+        dly,
+    );
     int("sequencer.branch_penalty", s.branch_penalty.into(), 0, dly);
     let v = &c.vpu;
     int("vpu.lanes", v.lanes.into(), 1, cnt);
     int("vpu.sublanes", v.sublanes.into(), 1, cnt);
     int("vpu.vregs", v.vregs.into(), 1, cnt);
-    int("vpu.emulated_64bit_factor", v.emulated_64bit_factor.into(), 1, 1024);
+    int(
+        "vpu.emulated_64bit_factor",
+        v.emulated_64bit_factor.into(),
+        1,
+        1024,
+    );
     int(
         "vpu.lanes*vpu.sublanes",
         v.lanes as u64 * v.sublanes as u64,
@@ -267,13 +277,28 @@ fn bounded(need: &mut impl FnMut(bool, String), c: &ArchConfig) {
         ("transcendental", &v.transcendental),
         ("cross_lane", &v.cross_lane),
     ] {
-        int(&format!("vpu.{n}.elems_per_cycle"), t.elems_per_cycle.into(), 1, MAX_PER_CYCLE);
+        int(
+            &format!("vpu.{n}.elems_per_cycle"),
+            t.elems_per_cycle.into(),
+            1,
+            MAX_PER_CYCLE,
+        );
     }
     int("vmem.bytes", c.vmem.bytes, 1, MAX_VMEM_BYTES);
-    int("vmem.bytes_per_cycle", c.vmem.bytes_per_cycle, 1, MAX_PER_CYCLE);
+    int(
+        "vmem.bytes_per_cycle",
+        c.vmem.bytes_per_cycle,
+        1,
+        MAX_PER_CYCLE,
+    );
     int("dma.engines", c.dma.engines.into(), 1, 1024);
     int("dma.setup_cycles", c.dma.setup_cycles.into(), 0, dly);
-    int("dma.bytes_per_cycle", c.dma.bytes_per_cycle, 1, MAX_PER_CYCLE);
+    int(
+        "dma.bytes_per_cycle",
+        c.dma.bytes_per_cycle,
+        1,
+        MAX_PER_CYCLE,
+    );
     int("hbm.bytes", c.hbm.bytes, 1, MAX_HBM_BYTES);
     let i = &c.ici;
     int("ici.links_per_chip", i.links_per_chip.into(), 0, 64);
@@ -359,17 +384,31 @@ mod tests {
     fn out_of_range_values_name_field_value_and_range() {
         let e = errors(&["hbm.bytes=18446744073709551615"]);
         assert!(
-            e.contains("hbm.bytes = 18446744073709551615 is out of range: allowed 1..=1099511627776"),
+            e.contains(
+                "hbm.bytes = 18446744073709551615 is out of range: allowed 1..=1099511627776"
+            ),
             "{e}"
         );
         let e = errors(&["hbm.gbps=1e-25"]);
-        assert!(e.contains("hbm.gbps = 1e-25 is out of range: allowed 0.001..="), "{e}");
+        assert!(
+            e.contains("hbm.gbps = 1e-25 is out of range: allowed 0.001..="),
+            "{e}"
+        );
         let e = errors(&["hbm.latency_ns=1e300"]);
-        assert!(e.contains("hbm.latency_ns = 1e300 is out of range: allowed 0..="), "{e}");
+        assert!(
+            e.contains("hbm.latency_ns = 1e300 is out of range: allowed 0..="),
+            "{e}"
+        );
         let e = errors(&["dma.setup_cycles=4000000000"]);
-        assert!(e.contains("dma.setup_cycles = 4000000000 is out of range"), "{e}");
+        assert!(
+            e.contains("dma.setup_cycles = 4000000000 is out of range"),
+            "{e}"
+        );
         let e = errors(&["ici.dims=[4294967295]"]);
-        assert!(e.contains("ici.dims [4294967295] make 4294967295 chips"), "{e}");
+        assert!(
+            e.contains("ici.dims [4294967295] make 4294967295 chips"),
+            "{e}"
+        );
         assert_eq!(errors(&["hbm.gbps=0.001", "hbm.latency_ns=1000000000"]), "");
     }
 }

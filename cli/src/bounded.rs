@@ -111,7 +111,9 @@ fn line_col(b: &[u8], at: usize) -> (usize, usize) {
         .rposition(|&c| c == b'\n')
         .map_or(0, |i| i + 1);
     let line = 1 + before.iter().filter(|&&c| c == b'\n').count();
-    let col = 1 + String::from_utf8_lossy(&before[line_start..]).chars().count();
+    let col = 1 + String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count();
     (line, col)
 }
 

@@ -154,7 +154,10 @@ fn replica_inputs(
     let total = per_replica.and_then(|b| b.checked_mul(n as u64));
     crate::bounded::budget()
         .memory(
-            format_args!("random inputs for {n} replica(s) ({} parameters)", params.len()),
+            format_args!(
+                "random inputs for {n} replica(s) ({} parameters)",
+                params.len()
+            ),
             total,
         )
         .map_err(|e| crate::bounded::over(&a.file.display().to_string(), e))?;

@@ -72,18 +72,18 @@ impl TraceSink for SharedSink {
             return;
         }
         sink.events.push(OwnedTraceEvent {
-                chip: e.chip,
-                unit: e.unit.to_string(),
-                name: e.name.to_string(),
-                symbol: e.symbol.map(str::to_string),
-                pc: e.pc,
-                start: e.start,
-                end: e.end,
-            });
+            chip: e.chip,
+            unit: e.unit.to_string(),
+            name: e.name.to_string(),
+            symbol: e.symbol.map(str::to_string),
+            pc: e.pc,
+            start: e.start,
+            end: e.end,
+        });
     }
 }
 
-fn load_program(path: &PathBuf) -> anyhow::Result<isa::Program> {
+fn load_program(path: &std::path::Path) -> anyhow::Result<isa::Program> {
     let name = path.display().to_string();
     let bytes = crate::bounded::read_bytes(path)?;
     if bytes.starts_with(b"SYSTPRG\0") {
@@ -106,7 +106,9 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
     let prog = load_program(&a.input)?;
     let opts = SimOptions {
         functional: !a.timing_only,
-        max_cycles: a.max_cycles.unwrap_or_else(|| sim::default_max_cycles(&prog)),
+        max_cycles: a
+            .max_cycles
+            .unwrap_or_else(|| sim::default_max_cycles(&prog)),
     };
     let budget = crate::bounded::budget();
     let mut sys = System::with_memory_limit(&arch, prog, a.replicas, opts, budget.max_memory)

@@ -4,13 +4,13 @@
 //! resource budget exceeded (`--max-memory`, `--max-work`; see docs/bounded.md).
 //! Each subcommand family lives in its own module (`cmd_*.rs`); this file only dispatches.
 
+mod bounded;
 mod cmd_arch;
 mod cmd_eval;
 mod cmd_hlo;
 mod cmd_isa;
 mod cmd_rtl;
 mod cmd_sim;
-mod bounded;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

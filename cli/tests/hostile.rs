@@ -169,7 +169,11 @@ fn a_ten_megabyte_token_is_not_echoed_back() {
             "{args:?}: {} bytes of output",
             r.output.len()
         );
-        assert!(r.output.contains(":1:") || r.output.contains(":4:"), "{}", r.output);
+        assert!(
+            r.output.contains(":1:") || r.output.contains(":4:"),
+            "{}",
+            r.output
+        );
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }

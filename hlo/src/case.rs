@@ -10,9 +10,9 @@
 
 use crate::literal::{ArrayData, ArrayLiteral, Literal};
 use crate::types::ElementType;
+use arch::Budget;
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
-use arch::Budget;
 use serde_json::{json, Value};
 use std::cell::Cell;
 use std::path::Path;
@@ -45,7 +45,10 @@ impl Reader {
             .collect::<Vec<_>>()
             .join(",");
         self.budget
-            .memory(format!("literal {ty}[{dims_text}] (with the literals before it)"), total)
+            .memory(
+                format!("literal {ty}[{dims_text}] (with the literals before it)"),
+                total,
+            )
             .map_err(|e| ferr(path, e.to_string()))?;
         self.used.set(total.unwrap_or(u64::MAX));
         usize::try_from(n.unwrap_or(u64::MAX)).map_err(|_| ferr(path, "too large"))

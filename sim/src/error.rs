@@ -47,11 +47,7 @@ pub struct TimeoutReport {
 
 impl std::fmt::Display for TimeoutReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(
-            f,
-            "{}; units at cycle {}:",
-            self.reason, self.units.cycle
-        )?;
+        writeln!(f, "{}; units at cycle {}:", self.reason, self.units.cycle)?;
         for w in &self.units.waits {
             writeln!(f, "  {w}")?;
         }

@@ -34,4 +34,6 @@ pub mod vpu_ops;
 
 pub use cycle::Cycle;
 pub use error::{DeadlockReport, SimError, TimeoutReport};
-pub use system::{default_max_cycles, RunResult, MAX_DEFAULT_CYCLES, SimOptions, System, MAX_EVENTS_PER_CYCLE};
+pub use system::{
+    default_max_cycles, RunResult, SimOptions, System, MAX_DEFAULT_CYCLES, MAX_EVENTS_PER_CYCLE,
+};

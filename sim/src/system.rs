@@ -112,10 +112,9 @@ impl System {
         let params = Params::new(arch);
         // Accumulators and vector registers are allocated up front, per core of every chip.
         let m = &arch.mxu;
-        let per_core = (m.count as u64 * m.acc_rows as u64 * m.cols as u64 * 4)
-            .saturating_add(
-                arch.vpu.vregs as u64 * arch.vpu.lanes as u64 * arch.vpu.sublanes as u64 * 8,
-            );
+        let per_core = (m.count as u64 * m.acc_rows as u64 * m.cols as u64 * 4).saturating_add(
+            arch.vpu.vregs as u64 * arch.vpu.lanes as u64 * arch.vpu.sublanes as u64 * 8,
+        );
         let state = per_core
             .saturating_mul(arch.cores_per_chip as u64)
             .saturating_mul(replicas as u64);
@@ -286,9 +285,7 @@ impl System {
             if let Err(e) = self.chips[i].handle(&mut env, now, ev) {
                 break Err(match e {
                     // Raised by a unit that saw it cannot finish in time: add where all were.
-                    SimError::Timeout(r) => {
-                        SimError::Timeout(self.stop_report(now, r.reason))
-                    }
+                    SimError::Timeout(r) => SimError::Timeout(self.stop_report(now, r.reason)),
                     e => e,
                 });
             }

@@ -121,8 +121,10 @@ fn the_default_cycle_limit_grows_with_the_program_and_is_capped() {
     let big = isa::asm::assemble(&spin).unwrap();
     assert_eq!(sim::default_max_cycles(&small), 100_000_000 + 100_000);
     assert_eq!(sim::default_max_cycles(&big), 100_000_000 + 1001 * 100_000);
-    let mut huge = isa::Program::default();
-    huge.code = vec![isa::asm::parse_inst("halt").unwrap(); 1_000_000];
+    let huge = isa::Program {
+        code: vec![isa::asm::parse_inst("halt").unwrap(); 1_000_000],
+        ..Default::default()
+    };
     assert_eq!(sim::default_max_cycles(&huge), sim::MAX_DEFAULT_CYCLES);
 }
 
@@ -142,19 +144,28 @@ fn simulated_memories_stay_within_the_memory_limit() {
     };
     let mut sys = System::with_memory_limit(&a, prog, 1, opts, 16 << 20).unwrap();
     let e = sys.run().unwrap_err().to_string();
-    assert!(e.contains("budget of 7864320 bytes for all simulated memories"), "{e}");
+    assert!(
+        e.contains("budget of 7864320 bytes for all simulated memories"),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_core_jumping_to_itself_stops_at_once() {
-    for asm in ["loop:\n    jmp loop\n", "    s.li s1, 3\nh:\n    beq s1, s1, h\n    halt\n"] {
+    for asm in [
+        "loop:\n    jmp loop\n",
+        "    s.li s1, 3\nh:\n    beq s1, s1, h\n    halt\n",
+    ] {
         let prog = isa::asm::assemble(asm).unwrap();
         let a = ArchConfig::preset("mini").unwrap();
         let mut sys = System::new(&a, prog, 1, SimOptions::default()).unwrap();
         match sys.run().unwrap_err() {
             SimError::Timeout(r) => {
                 let text = r.to_string();
-                assert!(text.contains("jumps to itself and can never halt"), "{text}");
+                assert!(
+                    text.contains("jumps to itself and can never halt"),
+                    "{text}"
+                );
             }
             e => panic!("expected no progress, got {e}"),
         }

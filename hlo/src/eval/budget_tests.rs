@@ -56,7 +56,10 @@ fn loops_stop_at_the_work_budget() {
     let e = run(text, budget(u64::MAX, 1_000_000)).unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("--max-work"), "{msg}");
-    assert!(msg.contains("budget of 1000000 element operations"), "{msg}");
+    assert!(
+        msg.contains("budget of 1000000 element operations"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -88,7 +91,8 @@ fn case_literals_are_checked_before_they_are_allocated() {
     let e = crate::case::parse_case_in(json, String::new(), &budget(1 << 30, 0)).unwrap_err();
     assert!(e.to_string().contains("more than 2^64 bytes"), "{e}");
     // Two literals of 600 bytes each: each fits 1000 bytes, both do not.
-    let two = r#"{"outputs":[],"inputs":[[{"type":"f32","dims":[150]},{"type":"f32","dims":[150]}]]}"#;
+    let two =
+        r#"{"outputs":[],"inputs":[[{"type":"f32","dims":[150]},{"type":"f32","dims":[150]}]]}"#;
     let e = crate::case::parse_case_in(two, String::new(), &budget(1000, 0)).unwrap_err();
     assert!(e.to_string().contains("inputs[0][1]"), "{e}");
     assert!(crate::case::parse_case_in(two, String::new(), &budget(1200, 0)).is_ok());

@@ -340,9 +340,9 @@ impl<'a> Ctx<'a> {
                         "%{} (result {} and its working space)",
                         inst.name, inst.shape
                     ),
-                    inst.shape.byte_size().and_then(|b| {
-                        b.checked_add(out_elems?.checked_mul(WORKING_BYTES)?)
-                    }),
+                    inst.shape
+                        .byte_size()
+                        .and_then(|b| b.checked_add(out_elems?.checked_mul(WORKING_BYTES)?)),
                 )?;
                 self.charge(format_args!("%{}", inst.name), work)?;
                 let v = if inst.opcode == Opcode::Bitcast {
@@ -712,7 +712,9 @@ fn shape_elements(s: &Shape) -> u64 {
 /// Bytes of a value's array data (tuples summed).
 fn bytes(v: &Literal) -> u64 {
     match v {
-        Literal::Array(a) => (a.data.len() as u64).saturating_mul(a.element_type().byte_size() as u64),
+        Literal::Array(a) => {
+            (a.data.len() as u64).saturating_mul(a.element_type().byte_size() as u64)
+        }
         Literal::Tuple(t) => t.iter().map(bytes).sum(),
         Literal::Token => 0,
     }

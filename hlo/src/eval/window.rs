@@ -87,7 +87,11 @@ impl Geometry {
         let mut per_dim: Vec<Vec<usize>> = Vec::with_capacity(self.base.len());
         for k in 0..self.base.len() {
             let d = &self.win[k];
-            let (size, out, base) = (self.wsizes[k] as u64, self.out[k] as u64, self.base[k] as u64);
+            let (size, out, base) = (
+                self.wsizes[k] as u64,
+                self.out[k] as u64,
+                self.base[k] as u64,
+            );
             // Either try every window offset against every output position, or every (output,
             // base element) pair solved for its offset: whichever is cheaper.
             let by_offset = size.saturating_mul(out);

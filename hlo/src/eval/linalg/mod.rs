@@ -94,7 +94,13 @@ fn multiply_adds(inst: &Instruction, operands: &[&Literal]) -> Option<u64> {
                 .as_deref()
                 .unwrap_or(&[])
                 .iter()
-                .map(|&d| usize::try_from(d).ok().and_then(|d| lhs.get(d)).copied().unwrap_or(1) as u64)
+                .map(|&d| {
+                    usize::try_from(d)
+                        .ok()
+                        .and_then(|d| lhs.get(d))
+                        .copied()
+                        .unwrap_or(1) as u64
+                })
                 .fold(1u64, u64::saturating_mul)
         }
         Opcode::Convolution => {
