@@ -200,6 +200,47 @@ fn check_replicas(n: usize, file: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Text bytes counted per printed element (digits, separators, nesting).
+const TEXT_BYTES: u64 = 24;
+/// Bytes counted per element written as JSON (a `serde_json::Value` and its text).
+const JSON_BYTES: u64 = 96;
+/// Work counted per printed element (shortest round-trip formatting is slow).
+const PRINT_WORK: u64 = 200;
+
+fn literal_elements(l: &Literal) -> u64 {
+    match l {
+        Literal::Array(a) => a.data.len() as u64,
+        Literal::Tuple(t) => t.iter().map(literal_elements).sum(),
+        Literal::Token => 0,
+    }
+}
+
+/// Refuses (before printing) outputs whose text would exceed the budget: a few bytes of
+/// module can ask for 10^8 elements, whose text is gigabytes and takes minutes to format.
+fn check_output_size(a: &EvalArgs, results: &[(Literal, HostIo)]) -> anyhow::Result<()> {
+    let elements: u64 = results
+        .iter()
+        .map(|(v, io)| {
+            literal_elements(v)
+                + io.outfeed.iter().map(literal_elements).sum::<u64>()
+                + io.host_send.iter().map(|(_, v)| literal_elements(v)).sum::<u64>()
+        })
+        .sum();
+    let per = TEXT_BYTES + if a.json.is_some() { JSON_BYTES } else { 0 };
+    let b = crate::bounded::budget();
+    let file = a.file.display().to_string();
+    b.memory(
+        format_args!("printing {elements} result elements ({per} bytes of text each)"),
+        elements.checked_mul(per),
+    )
+    .map_err(|e| crate::bounded::over(&file, e))?;
+    b.work(
+        format_args!("printing {elements} result elements ({PRINT_WORK} each)"),
+        elements.checked_mul(PRINT_WORK),
+    )
+    .map_err(|e| crate::bounded::over(&file, e))
+}
+
 /// Evaluator options with the run's budget.
 fn eval_options() -> EvalOptions {
     EvalOptions {
@@ -224,6 +265,7 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<Outcome> {
         }
         Err(e) => return Err(UserError(format!("{}: error: {e}", a.file.display())).into()),
     };
+    check_output_size(&a, &results)?;
     for (r, (value, io)) in results.iter().enumerate() {
         if n > 1 {
             println!("replica {r}:");

@@ -91,6 +91,7 @@ evals = {
  'eval_sort_big.hlo': (hlo("cmp {\n  ca = f32[] parameter(0)\n  cb = f32[] parameter(1)\n  ROOT lt = pred[] compare(ca, cb), direction=LT\n}\n\nENTRY main {\n  i = f32[50000000] iota(), iota_dimension=0\n  ROOT s = f32[50000000] sort(i), dimensions={0}, to_apply=cmp\n}\n"), 2, "--max-work"),
  'eval_infinite_while.hlo': (hlo("cond {\n  cp = s32[] parameter(0)\n  ROOT t = pred[] constant(true)\n}\n\nbody {\n  bp = s32[] parameter(0)\n  ROOT bq = s32[] add(bp, bp)\n}\n\nENTRY main {\n  z = s32[] constant(1)\n  ROOT w = s32[] while(z), condition=cond, body=body\n}\n"), 2, "resource limit"),
 }
+evals['eval_print_huge.hlo'] = (entry(["ROOT i = f32[30000000] iota(), iota_dimension=0"]), 2, "printing 30000000 result elements")
 evals.pop('eval_dot_huge_contraction.hlo')
 w('eval_dot_huge_contraction.hlo', entry(["c = f32[] constant(1)","a = f32[1000,5000] broadcast(c), dimensions={}","b = f32[5000,1000] broadcast(c), dimensions={}","ROOT d = f32[1000,1000] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"]))
 add(2, "eval eval_dot_huge_contraction.hlo", "multiply-adds")

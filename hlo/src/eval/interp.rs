@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 /// Bytes of kernel working space counted per result element (index vectors, 64-bit
 /// intermediates) on top of the result's own bytes.
-pub const WORKING_BYTES: u64 = 16;
+pub const WORKING_BYTES: u64 = 32;
 
 /// Work counted per instruction executed, on top of the elements it reads and writes: the
 /// interpreter's fixed cost of one instruction is that of tens of element operations.
