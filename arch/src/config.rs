@@ -294,7 +294,9 @@ pub struct IciConfig {
 impl IciConfig {
     /// Chips in the pod: the product of `dims`.
     pub fn chips(&self) -> u64 {
-        self.dims.iter().map(|&d| d as u64).product()
+        self.dims
+            .iter()
+            .fold(1u64, |a, &d| a.saturating_mul(d as u64))
     }
 }
 

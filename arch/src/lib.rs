@@ -10,6 +10,7 @@
 //! * Presets are JSON files under `arch/presets/`, embedded at compile time; numbers that are
 //!   estimates rather than public figures are listed in the preset's `guessed` list.
 
+pub mod budget;
 mod config;
 mod error;
 mod overrides;
@@ -17,12 +18,16 @@ mod presets;
 mod table;
 mod validate;
 
+pub use budget::{Budget, BudgetError};
 pub use config::*;
 pub use error::ArchError;
 pub use overrides::{apply_override, parse_override};
 pub use presets::{preset_json, PRESETS};
 pub use table::presets_markdown;
 pub use validate::{MAX_ACC_ROWS, MAX_MXUS, MAX_MXU_DIM};
+
+/// Largest arch JSON file read (a config is a few kilobytes).
+pub const MAX_ARCH_FILE_BYTES: u64 = 16 << 20;
 
 impl ArchConfig {
     /// Parses and validates a config from JSON text; `origin` names the source in errors.
@@ -37,9 +42,32 @@ impl ArchConfig {
 
     /// Loads and validates a config from a JSON file.
     pub fn load(path: &std::path::Path) -> Result<ArchConfig, ArchError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ArchError::Io {
+        let io = |msg: String| ArchError::Io {
             path: path.display().to_string(),
-            msg: e.to_string(),
+            msg,
+        };
+        let len = std::fs::metadata(path)
+            .map_err(|e| io(e.to_string()))?
+            .len();
+        if len > MAX_ARCH_FILE_BYTES {
+            return Err(io(format!(
+                "{len} bytes: an arch file is at most {MAX_ARCH_FILE_BYTES} bytes"
+            )));
+        }
+        let bytes = std::fs::read(path).map_err(|e| io(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let before = &e.as_bytes()[..at];
+            let line = 1 + before.iter().filter(|&&c| c == b'\n').count();
+            let start = before
+                .iter()
+                .rposition(|&c| c == b'\n')
+                .map_or(0, |i| i + 1);
+            let col = 1 + String::from_utf8_lossy(&before[start..]).chars().count();
+            ArchError::Io {
+                path: format!("{}:{line}:{col}", path.display()),
+                msg: "invalid UTF-8".into(),
+            }
         })?;
         Self::from_json(&text, &path.display().to_string())
     }

@@ -10,7 +10,7 @@
 use crate::cmd_hlo::{load_verified, read_source};
 use crate::{Outcome, UserError};
 use clap::Args;
-use hlo::case::{case_dirs, literal_to_json, load_case, parse_case};
+use hlo::case::{case_dirs, literal_to_json, load_case, parse_case_in};
 use hlo::eval::corpus::{run_case, run_module, Outcome as CaseOutcome};
 use hlo::eval::{EvalError, EvalOptions, HostIo, ReplicaInput};
 use hlo::{ArrayData, ArrayLiteral, ElementType, Literal, Shape};
@@ -76,13 +76,14 @@ pub(crate) fn random_literal(shape: &Shape, g: &mut SplitMix) -> anyhow::Result<
         ),
         Shape::Token => Literal::Token,
         Shape::Array(a) => {
+            if a.dims.iter().any(|&d| d < 0) {
+                return Err(UserError(format!(
+                    "cannot generate a random value of shape {a}: a dimension is unbounded"
+                ))
+                .into());
+            }
             let dims = a.udims();
             let n: usize = dims.iter().product();
-            if n > 1 << 26 || a.dims.iter().any(|&d| d < 0) {
-                return Err(
-                    UserError(format!("cannot generate a random value of shape {a}")).into(),
-                );
-            }
             let floats: Vec<f64> = (0..n).map(|_| g.unit() * 4.0 - 2.0).collect();
             let ty = a.ty;
             let data = if ty.is_integer() {
@@ -118,9 +119,10 @@ fn replica_inputs(
             p.clone()
         };
         let text = read_source(&file)?;
-        let case = parse_case(&text, module_text.to_string())
-            .map_err(|e| UserError(format!("{}: {e}", file.display())))?;
+        let case = parse_case_in(&text, module_text.to_string(), &crate::bounded::budget())
+            .map_err(|e| UserError(format!("{}: error: {e}", file.display())))?;
         let n = a.replicas.unwrap_or(case.replicas.max(1));
+        check_replicas(n, &file)?;
         if case.inputs.len() < n {
             return Err(UserError(format!(
                 "{}: inputs for {} replica(s), {n} needed",
@@ -144,8 +146,25 @@ fn replica_inputs(
             .collect());
     }
     let n = a.replicas.unwrap_or(module.replica_count().max(1) as usize);
+    check_replicas(n, &a.file)?;
     let seed = a.random.unwrap_or(0);
     let params = module.entry().program_shape().params;
+    // Random values are generated as f64 first: 8 bytes per element, plus the value itself.
+    let per_replica = params.iter().try_fold(0u64, |acc, p| {
+        let elems = shape_elements(p)?;
+        acc.checked_add(elems.checked_mul(8)?)?
+            .checked_add(p.byte_size()?)
+    });
+    let total = per_replica.and_then(|b| b.checked_mul(n as u64));
+    crate::bounded::budget()
+        .memory(
+            format_args!(
+                "random inputs for {n} replica(s) ({} parameters)",
+                params.len()
+            ),
+            total,
+        )
+        .map_err(|e| crate::bounded::over(&a.file.display().to_string(), e))?;
     (0..n)
         .map(|r| {
             let mut g = SplitMix(seed.wrapping_add(r as u64));
@@ -161,12 +180,88 @@ fn replica_inputs(
         .collect()
 }
 
+/// Elements of all arrays of a shape (`None`: overflow or unbounded).
+fn shape_elements(s: &Shape) -> Option<u64> {
+    match s {
+        Shape::Array(a) => a.element_count(),
+        Shape::Tuple(t) => t
+            .iter()
+            .try_fold(0u64, |acc, s| acc.checked_add(shape_elements(s)?)),
+        Shape::Token => Some(0),
+    }
+}
+
+/// A replica count the evaluator can run (checked before any input is made for it).
+fn check_replicas(n: usize, file: &Path) -> anyhow::Result<()> {
+    let max = hlo::eval::replica::MAX_REPLICAS;
+    if n == 0 || n > max {
+        return Err(UserError(format!(
+            "{}: error: {n} replicas: the evaluator runs 1 to {max}",
+            file.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Text bytes counted per printed element (digits, separators, nesting).
+const TEXT_BYTES: u64 = 24;
+/// Bytes counted per element written as JSON (a `serde_json::Value` and its text).
+const JSON_BYTES: u64 = 96;
+/// Work counted per printed element (shortest round-trip formatting is slow).
+const PRINT_WORK: u64 = 200;
+
+fn literal_elements(l: &Literal) -> u64 {
+    match l {
+        Literal::Array(a) => a.data.len() as u64,
+        Literal::Tuple(t) => t.iter().map(literal_elements).sum(),
+        Literal::Token => 0,
+    }
+}
+
+/// Refuses (before printing) outputs whose text would exceed the budget: a few bytes of
+/// module can ask for 10^8 elements, whose text is gigabytes and takes minutes to format.
+fn check_output_size(a: &EvalArgs, results: &[(Literal, HostIo)]) -> anyhow::Result<()> {
+    let elements: u64 = results
+        .iter()
+        .map(|(v, io)| {
+            literal_elements(v)
+                + io.outfeed.iter().map(literal_elements).sum::<u64>()
+                + io.host_send.iter().map(|(_, v)| literal_elements(v)).sum::<u64>()
+        })
+        .sum();
+    let per = TEXT_BYTES + if a.json.is_some() { JSON_BYTES } else { 0 };
+    let b = crate::bounded::budget();
+    let file = a.file.display().to_string();
+    b.memory(
+        format_args!("printing {elements} result elements ({per} bytes of text each)"),
+        elements.checked_mul(per),
+    )
+    .map_err(|e| crate::bounded::over(&file, e))?;
+    b.work(
+        format_args!("printing {elements} result elements ({PRINT_WORK} each)"),
+        elements.checked_mul(PRINT_WORK),
+    )
+    .map_err(|e| crate::bounded::over(&file, e))
+}
+
+/// Evaluator options with the run's budget.
+fn eval_options() -> EvalOptions {
+    EvalOptions {
+        budget: crate::bounded::budget(),
+        ..EvalOptions::default()
+    }
+}
+
 /// `systole eval`.
 pub fn eval(a: EvalArgs) -> anyhow::Result<Outcome> {
+    if let Some(p) = &a.json {
+        crate::bounded::check_output(p)?;
+    }
     let (src, module) = load_verified(&a.file)?;
     let inputs = replica_inputs(&a, &module, &src)?;
     let n = inputs.len();
-    let results = match run_module(&module, inputs, &EvalOptions::default()) {
+    let results = match run_module(&module, inputs, &eval_options()) {
         Ok(r) => r,
         Err(e) if matches!(e.root_cause(), EvalError::Deadlock(_)) => {
             println!("{}: {e}", a.file.display());
@@ -174,6 +269,7 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<Outcome> {
         }
         Err(e) => return Err(UserError(format!("{}: error: {e}", a.file.display())).into()),
     };
+    check_output_size(&a, &results)?;
     for (r, (value, io)) in results.iter().enumerate() {
         if n > 1 {
             println!("replica {r}:");
@@ -225,7 +321,7 @@ pub fn conformance(a: ConformanceArgs) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
-    let opts = EvalOptions::default();
+    let opts = eval_options();
     let (mut passed, mut failed) = (0usize, 0usize);
     let mut report = Vec::new();
     for d in &dirs {

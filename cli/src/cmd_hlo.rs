@@ -25,8 +25,7 @@ pub struct FmtArgs {
 
 /// Reads `path` as UTF-8 text; a missing or unreadable file is a user error.
 pub fn read_source(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path)
-        .map_err(|e| UserError(format!("{}: error: cannot read file: {e}", path.display())).into())
+    crate::bounded::read_text(path)
 }
 
 /// Parses and verifies `path`; errors are rendered as FILE:LINE:COL with the line and a caret.
@@ -51,7 +50,10 @@ pub fn check(a: CheckArgs) -> anyhow::Result<Outcome> {
                     n
                 );
             }
-            Err(e) => failed.push_str(&e.to_string()),
+            Err(e) => {
+                failed.push_str(e.to_string().trim_end());
+                failed.push('\n');
+            }
         }
     }
     if failed.is_empty() {

@@ -48,15 +48,28 @@ pub struct DisasmArgs {
 /// Assembles a text file into a program file.
 pub fn asm(a: AsmArgs) -> anyhow::Result<Outcome> {
     let name = a.input.display().to_string();
-    let text = std::fs::read_to_string(&a.input).map_err(|e| user(format!("{name}: {e}")))?;
-    let prog = isa::asm::assemble(&text).map_err(|e| user(e.render(&name)))?;
+    let text = crate::bounded::read_text(&a.input)?;
+    let (prog, lines) = isa::asm::assemble_located(&text).map_err(|e| user(e.render(&name)))?;
+    let out = a.output.unwrap_or_else(|| a.input.with_extension("bin"));
+    crate::bounded::check_output(&out)?;
     if let Some(arch) = &a.arch {
         let cfg = crate::cmd_arch::resolve_arch(arch, &a.set)?;
-        prog.check_against(&cfg)
-            .map_err(|e| user(format!("{name}: does not fit arch `{}`: {e}", cfg.name)))?;
+        let errors: Vec<String> = prog
+            .fit_errors(&cfg)
+            .into_iter()
+            .map(|(pc, msg)| match pc.and_then(|pc| lines.get(pc)) {
+                Some((line, col)) => format!(
+                    "{name}:{line}:{col}: error: does not fit arch `{}`: {msg}",
+                    cfg.name
+                ),
+                None => format!("{name}: error: does not fit arch `{}`: {msg}", cfg.name),
+            })
+            .collect();
+        if !errors.is_empty() {
+            return Err(user(errors.join("\n")));
+        }
     }
     let bytes = prog.to_bytes().map_err(|e| user(format!("{name}: {e}")))?;
-    let out = a.output.unwrap_or_else(|| a.input.with_extension("bin"));
     std::fs::write(&out, bytes).map_err(|e| user(format!("{}: {e}", out.display())))?;
     eprintln!(
         "{}: {} instructions, {} DMA descriptors, {} data segments, {} regions, {} symbols",
@@ -73,8 +86,11 @@ pub fn asm(a: AsmArgs) -> anyhow::Result<Outcome> {
 /// Prints a program file as assembly text.
 pub fn disasm(a: DisasmArgs) -> anyhow::Result<Outcome> {
     let name = a.input.display().to_string();
-    let bytes = std::fs::read(&a.input).map_err(|e| user(format!("{name}: {e}")))?;
-    let prog = Program::from_bytes(&bytes).map_err(|e| user(format!("{name}: {e}")))?;
+    let bytes = crate::bounded::read_bytes(&a.input)?;
+    let prog = Program::from_bytes(&bytes).map_err(|e| user(format!("{name}: error: {e}")))?;
+    if let Some(out) = &a.output {
+        crate::bounded::check_output(out)?;
+    }
     let text = disasm_with(
         &prog,
         DisasmOptions {

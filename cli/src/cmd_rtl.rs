@@ -99,10 +99,11 @@ pub fn run(a: RtlArgs) -> Result<Outcome> {
 }
 
 fn gen(g: GenArgs) -> Result<Outcome> {
+    crate::bounded::check_output(&g.output)?;
     let p = params(&g.arch)?;
     let v = hw::emit::verilog(&p).map_err(user)?;
     std::fs::write(&g.output, &v)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", g.output.display()))?;
+        .map_err(|e| UserError(format!("{}: error: cannot write: {e}", g.output.display())))?;
     println!(
         "wrote {} ({} lines): {}x{} {} MXU, {} accumulator rows, top module `mxu`",
         g.output.display(),
@@ -134,6 +135,19 @@ fn sim(s: SimArgs) -> Result<Outcome> {
             "--trials must be at least 1".into(),
         )));
     }
+    if let Some(v) = &s.vcd {
+        crate::bounded::check_output(v)?;
+    }
+    // Each op carries up to a weight tile and an activation block (2 bytes per element), and
+    // its reference results (4 bytes per element): counted before any sequence is made.
+    let per_op = ((p.rows * p.cols + p.acc_rows * p.rows.max(p.cols)) as u64).saturating_mul(6);
+    let ops = s.ops.map_or(24, |n| n as u64);
+    crate::bounded::budget()
+        .memory(
+            format_args!("--ops {ops} (one trial's op sequence, {per_op} bytes per op)"),
+            ops.checked_mul(per_op),
+        )
+        .map_err(|e| anyhow::Error::new(UserError(format!("error: {e}"))))?;
     let model = hw::flow::VerilatorModel::build(&p).map_err(user)?;
     println!(
         "model: {} ({}, {:.1} s)",

@@ -1,8 +1,9 @@
 //! `systole sim PROG.s|PROG.bin --arch A [--timing-only] [--trace T.json] [--stats]`: runs an
 //! assembled program on one chip and prints its cycle count (and statistics).
 //!
-//! Exit codes: 0 the program halted; 1 it deadlocked or ran past `--max-cycles`; 2 bad input
-//! (unreadable program, bad arch, an instruction that cannot execute).
+//! Exit codes: 0 the program halted; 1 it deadlocked, ran past `--max-cycles` or stopped
+//! making progress; 2 bad input (unreadable program, bad arch, an instruction that cannot
+//! execute, the memory budget exceeded).
 
 use crate::{Outcome, UserError};
 use clap::Args;
@@ -48,39 +49,49 @@ pub struct SimArgs {
     /// Write chip 0 core 0's outfeed stream (raw bytes).
     #[arg(long, value_name = "FILE")]
     outfeed: Option<PathBuf>,
-    /// Stop (exit 1) if the program has not halted by this cycle.
-    #[arg(long, default_value_t = 1u64 << 40)]
-    max_cycles: u64,
+    /// Stop (exit 1) if the program has not halted by this cycle (default: sized to the
+    /// program, 10^8 + 10^5 per instruction + its DMA and data bytes; see docs/bounded.md).
+    #[arg(long)]
+    max_cycles: Option<u64>,
 }
 
-struct SharedSink(Arc<Mutex<VecSink>>);
+/// Bytes one collected trace event is counted as against the memory budget.
+const TRACE_EVENT_BYTES: u64 = 160;
+
+/// Collects trace events, at most `cap` of them (the memory budget); `dropped` counts the rest.
+struct SharedSink {
+    events: Arc<Mutex<VecSink>>,
+    cap: u64,
+    dropped: Arc<Mutex<u64>>,
+}
 impl TraceSink for SharedSink {
     fn event(&mut self, e: &TraceEvent<'_>) {
-        self.0
-            .lock()
-            .expect("trace sink")
-            .events
-            .push(OwnedTraceEvent {
-                chip: e.chip,
-                unit: e.unit.to_string(),
-                name: e.name.to_string(),
-                symbol: e.symbol.map(str::to_string),
-                pc: e.pc,
-                start: e.start,
-                end: e.end,
-            });
+        let mut sink = self.events.lock().expect("trace sink");
+        if sink.events.len() as u64 >= self.cap {
+            *self.dropped.lock().expect("trace sink") += 1;
+            return;
+        }
+        sink.events.push(OwnedTraceEvent {
+            chip: e.chip,
+            unit: e.unit.to_string(),
+            name: e.name.to_string(),
+            symbol: e.symbol.map(str::to_string),
+            pc: e.pc,
+            start: e.start,
+            end: e.end,
+        });
     }
 }
 
-fn load_program(path: &PathBuf) -> anyhow::Result<isa::Program> {
+fn load_program(path: &std::path::Path) -> anyhow::Result<isa::Program> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| user(format!("{name}: {e}")))?;
+    let bytes = crate::bounded::read_bytes(path)?;
     if bytes.starts_with(b"SYSTPRG\0") {
-        return isa::Program::from_bytes(&bytes).map_err(|e| user(format!("{name}: {e}")));
+        return isa::Program::from_bytes(&bytes).map_err(|e| user(format!("{name}: error: {e}")));
     }
-    let text = String::from_utf8(bytes).map_err(|_| {
+    let text = crate::bounded::utf8(path, bytes).map_err(|e| {
         user(format!(
-            "{name}: neither a program file nor UTF-8 assembly text"
+            "{e} (neither a program file nor UTF-8 assembly text)"
         ))
     })?;
     isa::asm::assemble(&text).map_err(|e| user(e.render(&name)))
@@ -89,14 +100,21 @@ fn load_program(path: &PathBuf) -> anyhow::Result<isa::Program> {
 /// Runs the program.
 pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
     let arch = arch::ArchConfig::resolve(&a.arch, &a.sets).map_err(|e| user(e.to_string()))?;
+    for p in [&a.trace, &a.stats_json, &a.outfeed].into_iter().flatten() {
+        crate::bounded::check_output(p)?;
+    }
     let prog = load_program(&a.input)?;
     let opts = SimOptions {
         functional: !a.timing_only,
-        max_cycles: a.max_cycles,
+        max_cycles: a
+            .max_cycles
+            .unwrap_or_else(|| sim::default_max_cycles(&prog)),
     };
-    let mut sys = System::new(&arch, prog, a.replicas, opts).map_err(|e| user(e.to_string()))?;
+    let budget = crate::bounded::budget();
+    let mut sys = System::with_memory_limit(&arch, prog, a.replicas, opts, budget.max_memory)
+        .map_err(|e| user(format!("{}: error: {e}", a.input.display())))?;
     if let Some(p) = &a.infeed {
-        let b = std::fs::read(p).map_err(|e| user(format!("{}: {e}", p.display())))?;
+        let b = crate::bounded::read_bytes(p)?;
         let r = if a.timing_only {
             sys.set_infeed_len(0, 0, b.len() as u64)
         } else {
@@ -105,8 +123,13 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
         r.map_err(|e| user(e.to_string()))?;
     }
     let sink = Arc::new(Mutex::new(VecSink::default()));
+    let dropped = Arc::new(Mutex::new(0u64));
     if a.trace.is_some() {
-        sys.set_trace(Box::new(SharedSink(sink.clone())));
+        sys.set_trace(Box::new(SharedSink {
+            events: sink.clone(),
+            cap: budget.max_memory / TRACE_EVENT_BYTES,
+            dropped: dropped.clone(),
+        }));
     }
     let started = std::time::Instant::now();
     let res = sys.run();
@@ -117,7 +140,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
             eprintln!("{e}");
             return Ok(Outcome::CheckFailed);
         }
-        Err(e) => return Err(user(e.to_string())),
+        Err(e) => return Err(user(format!("{}: error: {e}", a.input.display()))),
     };
     let us = r.cycles as f64 / arch.clock_mhz;
     println!(
@@ -145,6 +168,17 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
         std::fs::write(p, text).map_err(|e| user(format!("{}: {e}", p.display())))?;
     }
     if let Some(p) = &a.trace {
+        let lost = *dropped.lock().expect("trace sink");
+        if lost > 0 {
+            return Err(user(format!(
+                "{}: error: resource limit: the trace has more than {} events ({lost} more not \
+                 kept; {TRACE_EVENT_BYTES} bytes each), more than the budget of {} bytes \
+                 (--max-memory)",
+                p.display(),
+                budget.max_memory / TRACE_EVENT_BYTES,
+                budget.max_memory
+            )));
+        }
         let f = std::fs::File::create(p).map_err(|e| user(format!("{}: {e}", p.display())))?;
         sink.lock()
             .expect("trace sink")

@@ -1,8 +1,10 @@
 //! `systole`: the command-line front of the workspace (see `docs/architecture.md`).
 //!
-//! Exit codes: 0 success, 1 a check failed (mismatch, deadlock found), 2 bad input or usage.
+//! Exit codes: 0 success, 1 a check failed (mismatch, deadlock found), 2 bad input, usage or a
+//! resource budget exceeded (`--max-memory`, `--max-work`; see docs/bounded.md).
 //! Each subcommand family lives in its own module (`cmd_*.rs`); this file only dispatches.
 
+mod bounded;
 mod cmd_arch;
 mod cmd_eval;
 mod cmd_hlo;
@@ -23,6 +25,8 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     cmd: Command,
+    #[command(flatten)]
+    budget: bounded::BudgetArgs,
 }
 
 #[derive(Subcommand)]
@@ -71,6 +75,7 @@ impl std::fmt::Display for UserError {
 impl std::error::Error for UserError {}
 
 fn main() -> ExitCode {
+    bounded::quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -79,6 +84,10 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Err(e) = bounded::init(&cli.budget) {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     let result = match cli.cmd {
         Command::Check(a) => cmd_hlo::check(a),
         Command::Fmt(a) => cmd_hlo::fmt(a),
@@ -97,10 +106,10 @@ fn main() -> ExitCode {
         Ok(Outcome::CheckFailed) => ExitCode::from(1),
         Err(e) => {
             if let Some(u) = e.downcast_ref::<UserError>() {
-                eprintln!("{u}");
+                eprintln!("{}", bounded::elide_long_tokens(&u.0));
                 ExitCode::from(2)
             } else {
-                eprintln!("error: {e:#}");
+                eprintln!("{}", bounded::elide_long_tokens(&format!("error: {e:#}")));
                 ExitCode::from(2)
             }
         }

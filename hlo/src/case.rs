@@ -10,10 +10,50 @@
 
 use crate::literal::{ArrayData, ArrayLiteral, Literal};
 use crate::types::ElementType;
+use arch::Budget;
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 use serde_json::{json, Value};
+use std::cell::Cell;
 use std::path::Path;
+
+/// Largest rank of a literal in a case file.
+const MAX_LITERAL_RANK: usize = 64;
+
+/// Counts the bytes of the literals read so far against a [`Budget`] (checked before each
+/// literal's data is allocated).
+struct Reader {
+    budget: Budget,
+    used: Cell<u64>,
+}
+
+impl Reader {
+    fn new(budget: Budget) -> Reader {
+        Reader {
+            budget,
+            used: Cell::new(0),
+        }
+    }
+    /// Reserves `n` elements of `ty` for the literal at `path`.
+    fn reserve(&self, ty: ElementType, dims: &[u64], path: &str) -> Result<usize, CaseError> {
+        let n = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        let bytes = n.and_then(|n| Budget::bytes(n, ty.byte_size().max(1) as u64));
+        let total = bytes.and_then(|b| b.checked_add(self.used.get()));
+        let dims_text = dims
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        self.budget
+            .memory(
+                format!("literal {ty}[{dims_text}] (with the literals before it)"),
+                total,
+            )
+            .map_err(|e| ferr(path, e.to_string()))?;
+        self.used.set(total.unwrap_or(u64::MAX));
+        usize::try_from(n.unwrap_or(u64::MAX)).map_err(|_| ferr(path, "too large"))
+    }
+}
 
 /// Errors reading a case.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -127,6 +167,16 @@ fn ranged<T: TryFrom<i128>>(x: i128, ty: ElementType, path: &str) -> Result<T, C
 
 /// Reads a literal from its JSON form.
 pub fn literal_from_json(v: &Value, path: &str) -> Result<Literal, CaseError> {
+    literal_from_json_in(v, path, &Budget::default())
+}
+
+/// Reads a literal from its JSON form; its data must fit `budget.max_memory` (checked before
+/// it is allocated).
+pub fn literal_from_json_in(v: &Value, path: &str, budget: &Budget) -> Result<Literal, CaseError> {
+    read_literal(v, path, &Reader::new(*budget))
+}
+
+fn read_literal(v: &Value, path: &str, r: &Reader) -> Result<Literal, CaseError> {
     if let Some(t) = v.get("tuple") {
         let items = t
             .as_array()
@@ -134,7 +184,7 @@ pub fn literal_from_json(v: &Value, path: &str) -> Result<Literal, CaseError> {
         return items
             .iter()
             .enumerate()
-            .map(|(i, x)| literal_from_json(x, &format!("{path}.tuple[{i}]")))
+            .map(|(i, x)| read_literal(x, &format!("{path}.tuple[{i}]"), r))
             .collect::<Result<_, _>>()
             .map(Literal::Tuple);
     }
@@ -147,21 +197,29 @@ pub fn literal_from_json(v: &Value, path: &str) -> Result<Literal, CaseError> {
         .ok_or_else(|| ferr(path, "missing type"))?;
     let ty = ElementType::from_name(ty_name)
         .ok_or_else(|| ferr(path, format!("unknown type {ty_name}")))?;
-    let dims: Vec<usize> = v
+    let dims_v = v
         .get("dims")
         .and_then(Value::as_array)
-        .ok_or_else(|| ferr(path, "missing dims"))?
+        .ok_or_else(|| ferr(path, "missing dims"))?;
+    if dims_v.len() > MAX_LITERAL_RANK {
+        return Err(ferr(
+            path,
+            format!(
+                "{} dims, more than the largest rank {}",
+                dims_v.len(),
+                MAX_LITERAL_RANK
+            ),
+        ));
+    }
+    let dims64: Vec<u64> = dims_v
         .iter()
         .map(|d| {
             d.as_u64()
-                .map(|d| d as usize)
-                .ok_or_else(|| ferr(path, "bad dim"))
+                .ok_or_else(|| ferr(path, format!("bad dim {d}: expected an integer >= 0")))
         })
         .collect::<Result<_, _>>()?;
-    let n = dims
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| ferr(path, "too large"))?;
+    let n = r.reserve(ty, &dims64, path)?;
+    let dims: Vec<usize> = dims64.iter().map(|&d| d as usize).collect();
     let data = match v.get("data") {
         None | Some(Value::Null) => {
             if ty.is_carried_only() {
@@ -313,7 +371,7 @@ pub fn literal_to_json(l: &Literal) -> Value {
     }
 }
 
-fn lit_lists(v: Option<&Value>, path: &str) -> Result<Vec<Vec<Literal>>, CaseError> {
+fn lit_lists(v: Option<&Value>, path: &str, r: &Reader) -> Result<Vec<Vec<Literal>>, CaseError> {
     let Some(v) = v else { return Ok(Vec::new()) };
     let outer = v
         .as_array()
@@ -321,18 +379,22 @@ fn lit_lists(v: Option<&Value>, path: &str) -> Result<Vec<Vec<Literal>>, CaseErr
     outer
         .iter()
         .enumerate()
-        .map(|(r, per)| {
+        .map(|(k, per)| {
             per.as_array()
                 .ok_or_else(|| ferr(path, "expected a list of literals"))?
                 .iter()
                 .enumerate()
-                .map(|(i, l)| literal_from_json(l, &format!("{path}[{r}][{i}]")))
+                .map(|(i, l)| read_literal(l, &format!("{path}[{k}][{i}]"), r))
                 .collect()
         })
         .collect()
 }
 
-fn transfers(v: Option<&Value>, path: &str) -> Result<Vec<Vec<HostTransfer>>, CaseError> {
+fn transfers(
+    v: Option<&Value>,
+    path: &str,
+    rd: &Reader,
+) -> Result<Vec<Vec<HostTransfer>>, CaseError> {
     let Some(v) = v else { return Ok(Vec::new()) };
     let outer = v
         .as_array()
@@ -351,9 +413,10 @@ fn transfers(v: Option<&Value>, path: &str) -> Result<Vec<Vec<HostTransfer>>, Ca
                         .get("channel_id")
                         .and_then(Value::as_i64)
                         .ok_or_else(|| ferr(&p, "missing channel_id"))?;
-                    let val = literal_from_json(
+                    let val = read_literal(
                         t.get("value").ok_or_else(|| ferr(&p, "missing value"))?,
                         &p,
+                        rd,
                     )?;
                     Ok((ch, val))
                 })
@@ -374,6 +437,17 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 
 /// Parses `case.json` text (the module text is given separately).
 pub fn parse_case(json_text: &str, module_text: String) -> Result<Case, CaseError> {
+    parse_case_in(json_text, module_text, &Budget::default())
+}
+
+/// Parses `case.json` text; all its literals together must fit `budget.max_memory` (checked
+/// before each is allocated).
+pub fn parse_case_in(
+    json_text: &str,
+    module_text: String,
+    budget: &Budget,
+) -> Result<Case, CaseError> {
+    let r = Reader::new(*budget);
     let v: Value = serde_json::from_str(json_text).map_err(|e| ferr("case.json", e.to_string()))?;
     let check = match v.get("check").and_then(Value::as_str).unwrap_or("exact") {
         "exact" => Check::Exact,
@@ -406,7 +480,7 @@ pub fn parse_case(json_text: &str, module_text: String) -> Result<Case, CaseErro
     let outputs = outputs_v
         .iter()
         .enumerate()
-        .map(|(i, o)| literal_from_json(o, &format!("outputs[{i}]")))
+        .map(|(i, o)| read_literal(o, &format!("outputs[{i}]"), &r))
         .collect::<Result<_, _>>()?;
     Ok(Case {
         name: v
@@ -421,7 +495,7 @@ pub fn parse_case(json_text: &str, module_text: String) -> Result<Case, CaseErro
             .unwrap_or("")
             .to_string(),
         replicas: v.get("replicas").and_then(Value::as_u64).unwrap_or(1) as usize,
-        inputs: lit_lists(v.get("inputs"), "inputs")?,
+        inputs: lit_lists(v.get("inputs"), "inputs", &r)?,
         outputs,
         check,
         tolerance: Tolerance {
@@ -435,10 +509,10 @@ pub fn parse_case(json_text: &str, module_text: String) -> Result<Case, CaseErro
             .unwrap_or("")
             .to_string(),
         hlo_opcodes: strings(v.get("hlo_opcodes")),
-        infeed: lit_lists(v.get("infeed"), "infeed")?,
-        outfeed: lit_lists(v.get("outfeed"), "outfeed")?,
-        host_send: transfers(v.get("host_send"), "host_send")?,
-        host_recv: transfers(v.get("host_recv"), "host_recv")?,
+        infeed: lit_lists(v.get("infeed"), "infeed", &r)?,
+        outfeed: lit_lists(v.get("outfeed"), "outfeed", &r)?,
+        host_send: transfers(v.get("host_send"), "host_send", &r)?,
+        host_recv: transfers(v.get("host_recv"), "host_recv", &r)?,
         module_text,
     })
 }

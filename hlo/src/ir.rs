@@ -8,7 +8,7 @@
 //!   and gives a topological order (`Computation::post_order`);
 //! - `Computation::root` is the `ROOT` instruction (or the last one when none is marked).
 
-use crate::attrs::Attrs;
+use crate::attrs::AttrBox;
 use crate::diag::Span;
 use crate::opcode::Opcode;
 use crate::shape::{ProgramShape, Shape};
@@ -133,7 +133,7 @@ pub struct Instruction {
     pub opcode: Opcode,
     pub shape: Shape,
     pub operands: Vec<InstId>,
-    pub attrs: Attrs,
+    pub attrs: AttrBox,
     /// Where the instruction was written (its name); [`Span::NONE`] for built instructions.
     pub span: Span,
 }

@@ -11,20 +11,33 @@ use arch::{ArchConfig, MxuDtype};
 impl Program {
     /// Checks the program against `arch`; the error lists every problem found.
     pub fn check_against(&self, arch: &ArchConfig) -> Result<(), ProgramError> {
+        let e: Vec<String> = self
+            .fit_errors(arch)
+            .into_iter()
+            .map(|(pc, msg)| match pc {
+                Some(pc) => format!("instruction {pc} {msg}"),
+                None => msg,
+            })
+            .collect();
+        if e.is_empty() {
+            Ok(())
+        } else {
+            Err(ProgramError::Invalid(e))
+        }
+    }
+
+    /// Every way the program does not fit `arch`: `(Some(pc), "`mnemonic`: why")` for an
+    /// instruction (so a caller with a line table can name FILE:LINE:COL), `(None, why)` for
+    /// data segments and regions.
+    pub fn fit_errors(&self, arch: &ArchConfig) -> Vec<(Option<usize>, String)> {
         let mut e = Vec::new();
         for (pc, inst) in self.code.iter().enumerate() {
-            let mut bad = |msg: String| {
-                let sym = self
-                    .symbol_at(pc as u32)
-                    .map(|s| format!(" (HLO {s})"))
-                    .unwrap_or_default();
-                e.push(format!(
-                    "instruction {pc} `{}`{sym}: {msg}",
-                    inst.mnemonic()
-                ));
-            };
+            let sym = self
+                .symbol_at(pc as u32)
+                .map(|s| format!(" (HLO {s})"))
+                .unwrap_or_default();
             for msg in check_inst(arch, inst) {
-                bad(msg);
+                e.push((Some(pc), format!("`{}`{sym}: {msg}", inst.mnemonic())));
             }
         }
         let size = |s: Space| match s {
@@ -34,32 +47,34 @@ impl Program {
         for (i, d) in self.data.iter().enumerate() {
             let end = d.addr.checked_add(d.bytes.len() as u64);
             if exceeds(end, size(d.space)) {
-                e.push(format!(
-                    "data segment {i}: {} bytes at {} {} exceed its {} bytes",
-                    d.bytes.len(),
-                    d.space.name(),
-                    d.addr,
-                    size(d.space)
+                e.push((
+                    None,
+                    format!(
+                        "data segment {i}: {} bytes at {} {} exceed its {} bytes",
+                        d.bytes.len(),
+                        d.space.name(),
+                        d.addr,
+                        size(d.space)
+                    ),
                 ));
             }
         }
         for r in &self.regions {
             if exceeds(r.addr.checked_add(r.size), size(r.space)) {
-                e.push(format!(
-                    "region `{}` ({} bytes at {} {}) exceeds its {} bytes",
-                    r.name,
-                    r.size,
-                    r.space.name(),
-                    r.addr,
-                    size(r.space)
+                e.push((
+                    None,
+                    format!(
+                        "region `{}` ({} bytes at {} {}) exceeds its {} bytes",
+                        r.name,
+                        r.size,
+                        r.space.name(),
+                        r.addr,
+                        size(r.space)
+                    ),
                 ));
             }
         }
-        if e.is_empty() {
-            Ok(())
-        } else {
-            Err(ProgramError::Invalid(e))
-        }
+        e
     }
 }
 

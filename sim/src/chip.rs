@@ -37,6 +37,8 @@ pub struct Env<'a> {
     pub functional: bool,
     /// Number of chips (replicas).
     pub replicas: u32,
+    /// The run's cycle limit (work that cannot finish before it is not started).
+    pub max_cycles: u64,
 }
 
 /// An event of one chip.
@@ -192,7 +194,7 @@ impl Chip {
             idx,
             q: EventQueue::new(),
             cores,
-            hbm: Memory::new("HBM", p.hbm_bytes),
+            hbm: Memory::in_pool("HBM", p.hbm_bytes, p.pool.clone()),
             hbm_link: SharedLink::new(p.hbm_bpc, p.dma_bpc),
             xfers: Vec::new(),
             free_xfers: Vec::new(),
@@ -310,7 +312,7 @@ impl Chip {
                     "bytes sent over the host link",
                 ),
             },
-            vmem: Memory::new("VMEM", p.vmem_bytes),
+            vmem: Memory::in_pool("VMEM", p.vmem_bytes, p.pool.clone()),
             vmem_link: SharedLink::new(p.vmem_bpc as f64, p.dma_bpc),
         }
     }

@@ -1,8 +1,9 @@
 //! `Cycle`: a point in simulated time, counted in clock cycles of the chip's core clock.
 //!
 //! Invariant: a `Cycle` is never confused with a count of bytes, rows or instructions; durations
-//! are plain `u64` and are added with `+`. Arithmetic saturates nowhere: overflow of a `u64`
-//! cycle count (≈ 580 years at 1 GHz) is a simulator bug and panics in debug builds.
+//! are plain `u64` and are added with `+`. Adding saturates at [`Cycle::NEVER`] (≈ 580 years at
+//! 1 GHz), which is past every `max_cycles`, so an absurd duration ends the run with a timeout
+//! instead of wrapping around to an early time.
 
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
@@ -34,14 +35,14 @@ impl Add<u64> for Cycle {
     type Output = Cycle;
     #[inline]
     fn add(self, d: u64) -> Cycle {
-        Cycle(self.0 + d)
+        Cycle(self.0.saturating_add(d))
     }
 }
 
 impl AddAssign<u64> for Cycle {
     #[inline]
     fn add_assign(&mut self, d: u64) {
-        self.0 += d;
+        self.0 = self.0.saturating_add(d);
     }
 }
 
@@ -49,7 +50,7 @@ impl Sub<Cycle> for Cycle {
     type Output = u64;
     #[inline]
     fn sub(self, o: Cycle) -> u64 {
-        self.0 - o.0
+        self.0.saturating_sub(o.0)
     }
 }
 

@@ -29,6 +29,24 @@ impl Chip {
         let d = &env.prog.program.dma[desc as usize];
         let bytes = d.total_bytes();
         let len = d.len as u64;
+        // The copy's effect happens here, chunk by chunk; one that cannot end before the cycle
+        // limit (at most dma.bytes_per_cycle per cycle) would only burn time: stop now.
+        let fastest = (bytes as f64 / env.p.dma_bpc).ceil() as u64;
+        if now.get().saturating_add(fastest) > env.max_cycles {
+            return Err(SimError::Timeout(crate::error::TimeoutReport {
+                limit: env.max_cycles,
+                reason: format!(
+                    "chip {} core {c} pc {} `{}`: a DMA of {bytes} bytes started at cycle \
+                     {now} needs at least {fastest} cycles, past the limit of {} cycles; \
+                     raise --max-cycles if it is meant to run longer",
+                    self.idx, cmd.pc, cmd.inst, env.max_cycles
+                ),
+                units: crate::error::DeadlockReport {
+                    cycle: now.get(),
+                    waits: Vec::new(),
+                },
+            }));
+        }
         for (so, dof) in d.chunk_offsets() {
             let sa = cmd.a[1] as i64 + so;
             let da = cmd.a[0] as i64 + dof;

@@ -23,17 +23,36 @@ pub enum SimError {
     /// No unit can make progress and the program has not halted.
     #[error("{0}")]
     Deadlock(DeadlockReport),
-    /// The program ran longer than the configured limit.
-    #[error(
-        "the program did not halt within {0} cycles (raise the limit if it is meant to run longer)"
-    )]
-    Timeout(u64),
+    /// The program ran longer than the configured limit, or time stopped advancing.
+    #[error("{0}")]
+    Timeout(TimeoutReport),
     /// A feature the simulator does not model yet.
     #[error("not supported yet: {0}")]
     Unsupported(String),
     /// Inputs that do not fit the system (wrong chip/core index, ...).
     #[error("bad input: {0}")]
     Input(String),
+}
+
+/// Why a run was stopped (cycle limit, no progress) and where every unit was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeoutReport {
+    /// The cycle limit in force.
+    pub limit: u64,
+    /// What stopped the run.
+    pub reason: String,
+    /// Every core's sequencer and unit queue head at the last event.
+    pub units: DeadlockReport,
+}
+
+impl std::fmt::Display for TimeoutReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{}; units at cycle {}:", self.reason, self.units.cycle)?;
+        for w in &self.units.waits {
+            writeln!(f, "  {w}")?;
+        }
+        Ok(())
+    }
 }
 
 /// What every blocked unit waits for when the simulation deadlocked.

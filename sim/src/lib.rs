@@ -34,5 +34,7 @@ pub mod vpu_ops;
 
 pub use chip::{MxuRecord, MxuRecordOp};
 pub use cycle::Cycle;
-pub use error::{DeadlockReport, SimError};
-pub use system::{RunResult, SimOptions, System};
+pub use error::{DeadlockReport, SimError, TimeoutReport};
+pub use system::{
+    default_max_cycles, RunResult, SimOptions, System, MAX_DEFAULT_CYCLES, MAX_EVENTS_PER_CYCLE,
+};

@@ -3,17 +3,68 @@
 //!
 //! Invariants: every access is bounds-checked against the configured capacity and fails with a
 //! [`MemError`] (never a panic); unwritten bytes read as zero; contents never depend on the order
-//! pages were allocated in.
+//! pages were allocated in; pages are kept in a map, so creating a memory costs nothing
+//! whatever its capacity; all memories of a run draw their pages from one [`Pool`] whose
+//! limit is the run's memory budget (`--max-memory`).
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use thiserror::Error;
+
+/// Bytes of pages all memories of a run hold, and their limit.
+#[derive(Clone, Debug)]
+pub struct Pool {
+    used: Arc<AtomicU64>,
+    limit: Arc<AtomicU64>,
+}
+
+impl Pool {
+    /// A pool of at most `limit` bytes of pages.
+    pub fn new(limit: u64) -> Pool {
+        Pool {
+            used: Arc::new(AtomicU64::new(0)),
+            limit: Arc::new(AtomicU64::new(limit)),
+        }
+    }
+    /// The limit in bytes.
+    pub fn limit(&self) -> u64 {
+        self.limit.load(Ordering::Relaxed)
+    }
+    /// Changes the limit (for every memory drawing from this pool).
+    pub fn set_limit(&self, limit: u64) {
+        self.limit.store(limit, Ordering::Relaxed)
+    }
+    /// Bytes of pages held now.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+    fn take(&self, n: u64) -> bool {
+        let prev = self.used.fetch_add(n, Ordering::Relaxed);
+        if prev.saturating_add(n) > self.limit() {
+            self.used.fetch_sub(n, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+}
+
+impl Default for Pool {
+    fn default() -> Pool {
+        Pool::new(u64::MAX)
+    }
+}
 
 const PAGE_BITS: u32 = 16;
 const PAGE: usize = 1 << PAGE_BITS;
 
-/// An access outside a memory.
+/// An access outside a memory, or one whose pages would exceed the run's memory budget
+/// (`budget` set).
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[error("{mem}: access [{addr:#x}, {addr:#x}+{len}) outside capacity {cap:#x}")]
+#[error("{}", describe(self))]
 pub struct MemError {
+    /// The memory budget in bytes, if that is what the access exceeded.
+    pub budget: Option<u64>,
     /// The memory's name.
     pub mem: &'static str,
     /// First byte.
@@ -24,21 +75,48 @@ pub struct MemError {
     pub cap: u64,
 }
 
+fn describe(e: &MemError) -> String {
+    match e.budget {
+        None => format!(
+            "{}: access [{:#x}, {:#x}+{}) outside capacity {:#x}",
+            e.mem, e.addr, e.addr, e.len, e.cap
+        ),
+        Some(b) => format!(
+            "resource limit: {}: accessing [{:#x}, {:#x}+{}) needs more touched memory than the \
+             budget of {b} bytes for all simulated memories (--max-memory)",
+            e.mem, e.addr, e.addr, e.len
+        ),
+    }
+}
+
 /// A paged byte memory.
 pub struct Memory {
     name: &'static str,
     cap: u64,
-    pages: Vec<Option<Box<[u8]>>>,
+    pages: HashMap<u64, Box<[u8]>>,
+    pool: Pool,
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        let held = self.pages.len() as u64 * PAGE as u64;
+        self.pool.used.fetch_sub(held, Ordering::Relaxed);
+    }
 }
 
 impl Memory {
-    /// A zeroed memory of `cap` bytes.
+    /// A zeroed memory of `cap` bytes (pages from an unlimited pool).
     pub fn new(name: &'static str, cap: u64) -> Self {
-        let npages = cap.div_ceil(PAGE as u64) as usize;
+        Self::in_pool(name, cap, Pool::default())
+    }
+
+    /// A zeroed memory of `cap` bytes whose pages count against `pool`.
+    pub fn in_pool(name: &'static str, cap: u64, pool: Pool) -> Self {
         Memory {
             name,
             cap,
-            pages: (0..npages).map(|_| None).collect(),
+            pages: HashMap::new(),
+            pool,
         }
     }
 
@@ -57,6 +135,7 @@ impl Memory {
         match addr.checked_add(len) {
             Some(end) if end <= self.cap => Ok(()),
             _ => Err(MemError {
+                budget: None,
                 mem: self.name,
                 addr,
                 len,
@@ -71,9 +150,9 @@ impl Memory {
         let mut done = 0usize;
         while done < out.len() {
             let a = addr + done as u64;
-            let (p, off) = ((a >> PAGE_BITS) as usize, (a as usize) & (PAGE - 1));
+            let (p, off) = (a >> PAGE_BITS, (a as usize) & (PAGE - 1));
             let n = (PAGE - off).min(out.len() - done);
-            match &self.pages[p] {
+            match self.pages.get(&p) {
                 Some(pg) => out[done..done + n].copy_from_slice(&pg[off..off + n]),
                 None => out[done..done + n].fill(0),
             }
@@ -82,9 +161,18 @@ impl Memory {
         Ok(())
     }
 
-    /// Reads `len` bytes from `addr` into a new vector.
+    /// Reads `len` bytes from `addr` into a new vector (its size counts against the pool).
     pub fn read_vec(&self, addr: u64, len: u64) -> Result<Vec<u8>, MemError> {
         self.check(addr, len)?;
+        if len > self.pool.limit().saturating_sub(self.pool.used()) {
+            return Err(MemError {
+                budget: Some(self.pool.limit()),
+                mem: self.name,
+                addr,
+                len,
+                cap: self.cap,
+            });
+        }
         let mut v = vec![0u8; len as usize];
         self.read(addr, &mut v)?;
         Ok(v)
@@ -96,9 +184,21 @@ impl Memory {
         let mut done = 0usize;
         while done < data.len() {
             let a = addr + done as u64;
-            let (p, off) = ((a >> PAGE_BITS) as usize, (a as usize) & (PAGE - 1));
+            let (p, off) = (a >> PAGE_BITS, (a as usize) & (PAGE - 1));
             let n = (PAGE - off).min(data.len() - done);
-            let pg = self.pages[p].get_or_insert_with(|| vec![0u8; PAGE].into_boxed_slice());
+            if !self.pages.contains_key(&p) && !self.pool.take(PAGE as u64) {
+                return Err(MemError {
+                    budget: Some(self.pool.limit()),
+                    mem: self.name,
+                    addr,
+                    len: data.len() as u64,
+                    cap: self.cap,
+                });
+            }
+            let pg = self
+                .pages
+                .entry(p)
+                .or_insert_with(|| vec![0u8; PAGE].into_boxed_slice());
             pg[off..off + n].copy_from_slice(&data[done..done + n]);
             done += n;
         }
@@ -128,5 +228,23 @@ mod tests {
         assert_eq!(m.read_vec(0, 4).unwrap(), vec![0; 4]);
         assert!(m.write(3 * PAGE as u64 - 1, &[1, 2]).is_err());
         assert!(m.read_vec(u64::MAX, 2).is_err());
+    }
+
+    #[test]
+    fn pages_count_against_the_pool() {
+        let pool = Pool::new(2 * PAGE as u64);
+        let mut a = Memory::in_pool("hbm", 1 << 40, pool.clone());
+        let mut b = Memory::in_pool("vmem", 1 << 40, pool.clone());
+        a.write(0, &[1]).unwrap();
+        b.write(5 * PAGE as u64, &[1]).unwrap();
+        a.write(1, &[2]).unwrap();
+        assert_eq!(pool.used(), 2 * PAGE as u64);
+        let e = a.write(PAGE as u64, &[3]).unwrap_err();
+        assert_eq!(e.budget, Some(2 * PAGE as u64));
+        assert!(e.to_string().contains("--max-memory"), "{e}");
+        drop(b);
+        assert_eq!(pool.used(), PAGE as u64);
+        a.write(PAGE as u64, &[3]).unwrap();
+        assert!(a.read_vec(0, 1 << 30).is_err());
     }
 }

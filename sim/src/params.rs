@@ -66,6 +66,8 @@ pub struct Params {
     pub dma_bpc: f64,
     /// HBM capacity, bytes.
     pub hbm_bytes: u64,
+    /// Where every memory of the run takes its pages from (limit: the memory budget).
+    pub pool: crate::memory::Pool,
     /// HBM bandwidth, bytes per cycle.
     pub hbm_bpc: f64,
     /// HBM latency, cycles.
@@ -110,6 +112,7 @@ impl Params {
             dma_setup: a.dma.setup_cycles as u64,
             dma_bpc: a.dma.bytes_per_cycle.max(1) as f64,
             hbm_bytes: a.hbm.bytes,
+            pool: crate::memory::Pool::default(),
             hbm_bpc: a.bytes_per_cycle(a.hbm.gbps),
             hbm_latency: a.cycles_from_ns(a.hbm.latency_ns),
             host_bpc: a.bytes_per_cycle(a.host.gbps),

@@ -64,6 +64,23 @@ impl Chip {
         Ok(())
     }
 
+    /// The error for a core that jumps to its own pc: it can never halt (no progress), so the
+    /// run stops now instead of at `max_cycles`.
+    fn spin(&self, c: usize, pc: u32, inst: &isa::Inst) -> SimError {
+        SimError::Timeout(crate::error::TimeoutReport {
+            limit: 0,
+            reason: format!(
+                "no progress: chip {} core {c} pc {pc} `{inst}` jumps to itself and can never \
+                 halt",
+                self.idx
+            ),
+            units: crate::error::DeadlockReport {
+                cycle: 0,
+                waits: Vec::new(),
+            },
+        })
+    }
+
     /// Issues (or blocks on) the instruction at the pc at cycle `now`: `Some(next issue cycle)`
     /// if it issued, `None` if the sequencer blocked or halted.
     fn seq_one(
@@ -124,6 +141,9 @@ impl Chip {
                 }
             }
             Inst::Jmp { target } => {
+                if target.0 == pc {
+                    return Err(self.spin(c, pc, &inst));
+                }
                 next_pc = target.0;
                 env.stats.add(self.cores[c].seq_stats.taken, 1);
                 Ok(lat + p.branch_penalty)
@@ -140,6 +160,10 @@ impl Chip {
                     _ => a >= b,
                 };
                 if taken {
+                    if target.0 == pc {
+                        // Nothing in the loop changes ra or rb: taken forever.
+                        return Err(self.spin(c, pc, &inst));
+                    }
                     next_pc = target.0;
                     env.stats.add(self.cores[c].seq_stats.taken, 1);
                     Ok(lat + p.branch_penalty)

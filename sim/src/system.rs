@@ -10,7 +10,7 @@
 use crate::chip::{Chip, Env};
 use crate::core::SeqBlock;
 use crate::cycle::Cycle;
-use crate::error::{DeadlockReport, SimError};
+use crate::error::{DeadlockReport, SimError, TimeoutReport};
 use crate::memory::Memory;
 use crate::params::Params;
 use crate::prog::Prog;
@@ -27,6 +27,23 @@ pub struct SimOptions {
     pub functional: bool,
     /// Stop with [`SimError::Timeout`] past this cycle.
     pub max_cycles: u64,
+}
+
+/// Most events the simulator handles at one cycle before it declares that time does not
+/// advance (no progress).
+pub const MAX_EVENTS_PER_CYCLE: u64 = 1 << 24;
+
+/// Largest default `max_cycles` (about three minutes of a core spinning in a loop).
+pub const MAX_DEFAULT_CYCLES: u64 = 10_000_000_000;
+
+/// The default `max_cycles` for `program` (see `docs/bounded.md`): 10⁸ cycles plus 10⁵ per
+/// instruction, at most [`MAX_DEFAULT_CYCLES`]. A straight-line program needs far fewer (an
+/// instruction rarely takes 10⁵ cycles; a DMA that cannot finish in time stops the run when it
+/// starts); a loop meant to run longer needs an explicit `--max-cycles`.
+pub fn default_max_cycles(program: &Program) -> u64 {
+    100_000_000u64
+        .saturating_add((program.code.len() as u64).saturating_mul(100_000))
+        .min(MAX_DEFAULT_CYCLES)
 }
 
 impl Default for SimOptions {
@@ -68,6 +85,18 @@ impl System {
         replicas: u32,
         opts: SimOptions,
     ) -> Result<System, SimError> {
+        Self::with_memory_limit(arch, program, replicas, opts, u64::MAX)
+    }
+
+    /// [`System::new`], with all simulated memories and per-chip state held to `max_memory`
+    /// bytes: the fixed state is checked here, memory pages as the program touches them.
+    pub fn with_memory_limit(
+        arch: &ArchConfig,
+        program: Program,
+        replicas: u32,
+        opts: SimOptions,
+        max_memory: u64,
+    ) -> Result<System, SimError> {
         if replicas == 0 {
             return Err(SimError::Input(
                 "at least one replica (chip) is needed".into(),
@@ -81,6 +110,25 @@ impl System {
         }
         let prog = Prog::new(program).map_err(|e| SimError::Input(e.to_string()))?;
         let params = Params::new(arch);
+        // Accumulators and vector registers are allocated up front, per core of every chip.
+        let m = &arch.mxu;
+        let per_core = (m.count as u64 * m.acc_rows as u64 * m.cols as u64 * 4).saturating_add(
+            arch.vpu.vregs as u64 * arch.vpu.lanes as u64 * arch.vpu.sublanes as u64 * 8,
+        );
+        let state = per_core
+            .saturating_mul(arch.cores_per_chip as u64)
+            .saturating_mul(replicas as u64);
+        if opts.functional && state > max_memory {
+            return Err(SimError::Input(format!(
+                "resource limit: {replicas} chip(s) of {} core(s) need {state} bytes of \
+                 accumulators and vector registers (mxu.count x mxu.acc_rows x mxu.cols x 4 + \
+                 vpu.vregs x vpu.lanes x vpu.sublanes x 8 per core), more than the budget of \
+                 {max_memory} bytes (--max-memory)",
+                arch.cores_per_chip
+            )));
+        }
+        // Memory pages get what the fixed state leaves.
+        params.pool.set_limit(max_memory.saturating_sub(state));
         let mut stats = Stats::new();
         let chips = (0..replicas)
             .map(|i| Chip::new(i, &params, &mut stats, opts.functional))
@@ -217,9 +265,11 @@ impl System {
             trace: trace.as_deref_mut().map(|t| t as &mut dyn TraceSink),
             functional: self.opts.functional,
             replicas: self.chips.len() as u32,
+            max_cycles: self.opts.max_cycles,
         };
         let mut events = 0u64;
         let mut last = Cycle::ZERO;
+        let mut at_last = 0u64;
         let result = loop {
             // The chip whose next event comes first (ties: lower chip index).
             let mut best: Option<(crate::engine::EventKey, usize)> = None;
@@ -233,12 +283,37 @@ impl System {
             let Some((_, i)) = best else { break Ok(()) };
             let (now, ev) = self.chips[i].q.pop().expect("peeked");
             if now.get() > self.opts.max_cycles {
-                break Err(SimError::Timeout(self.opts.max_cycles));
+                break Err(SimError::Timeout(self.stop_report(
+                    last,
+                    format!(
+                        "the program did not halt within {} cycles (the next event is at \
+                         cycle {}); raise --max-cycles if it is meant to run longer",
+                        self.opts.max_cycles, now
+                    ),
+                )));
+            }
+            if now == last {
+                at_last += 1;
+                if at_last > MAX_EVENTS_PER_CYCLE {
+                    break Err(SimError::Timeout(self.stop_report(
+                        last,
+                        format!(
+                            "no progress: more than {MAX_EVENTS_PER_CYCLE} events at cycle \
+                             {now} without time advancing"
+                        ),
+                    )));
+                }
+            } else {
+                at_last = 0;
             }
             last = now;
             events += 1;
             if let Err(e) = self.chips[i].handle(&mut env, now, ev) {
-                break Err(e);
+                break Err(match e {
+                    // Raised by a unit that saw it cannot finish in time: add where all were.
+                    SimError::Timeout(r) => SimError::Timeout(self.stop_report(now, r.reason)),
+                    e => e,
+                });
             }
         };
         self.trace = trace;
@@ -265,6 +340,15 @@ impl System {
             }
         }
         Ok(RunResult { cycles, events })
+    }
+
+    /// Why a run stopped early, with where every unit was.
+    fn stop_report(&self, cycle: Cycle, reason: String) -> TimeoutReport {
+        TimeoutReport {
+            limit: self.opts.max_cycles,
+            reason,
+            units: self.deadlock_report(cycle),
+        }
     }
 
     fn deadlock_report(&self, cycle: Cycle) -> DeadlockReport {
@@ -299,7 +383,7 @@ impl System {
                         "queue of {} is full (since cycle {since})",
                         core.units[u].name
                     ),
-                    None => "not blocked".into(),
+                    None => "running".into(),
                 };
                 waits.push(format!("{pre}.seq at pc {pc} `{inst}`: {why}"));
                 for u in &core.units {

@@ -139,7 +139,7 @@ impl XlaBuilder {
             opcode,
             shape,
             operands: operands.iter().map(|o| o.0).collect(),
-            attrs,
+            attrs: attrs.into(),
             span: Span::NONE,
         });
         Ok(XlaOp(id))

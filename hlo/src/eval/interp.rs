@@ -22,6 +22,29 @@ use crate::ir::{CompId, Computation, InstId, Instruction, Module};
 use crate::literal::{ArrayData, ArrayLiteral, Literal};
 use crate::opcode::{OpClass, Opcode};
 use crate::shape::Shape;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Bytes of kernel working space counted per result element (index vectors, 64-bit
+/// intermediates) on top of the result's own bytes.
+pub const WORKING_BYTES: u64 = 32;
+
+/// Work counted per instruction executed, on top of the elements it reads and writes: the
+/// interpreter's fixed cost of one instruction is that of tens of element operations.
+pub const INSTRUCTION_WORK: u64 = 64;
+
+/// Work counted per computation called (environment set-up and tear-down).
+pub const CALL_WORK: u64 = 1024;
+
+/// Work and live-memory counters of one evaluation, shared by every context of one replica
+/// (reducers and collective combiners included).
+#[derive(Debug, Default)]
+pub struct Usage {
+    /// Element operations so far.
+    pub work: AtomicU64,
+    /// Bytes of values held in environments now.
+    pub live: AtomicU64,
+}
 
 /// How one computation is evaluated.
 #[derive(Clone, Debug)]
@@ -156,6 +179,8 @@ pub struct Ctx<'a> {
     depth: usize,
     /// While-loop iterations so far (all loops).
     pub iterations: u64,
+    /// Work and memory counters (checked against `opts.budget`).
+    pub usage: Arc<Usage>,
 }
 
 impl<'a> Ctx<'a> {
@@ -172,7 +197,31 @@ impl<'a> Ctx<'a> {
             rt,
             depth: 0,
             iterations: 0,
+            usage: Arc::new(Usage::default()),
         }
+    }
+
+    /// Counts `n` element operations of `what` against the work budget (before doing them).
+    pub fn charge(&self, what: impl std::fmt::Display, n: u64) -> EResult<()> {
+        let before = self.usage.work.fetch_add(n, Ordering::Relaxed);
+        let total = before.checked_add(n);
+        self.opts
+            .budget
+            .work(format_args!("{what} (with the work before it)"), total)
+            .map_err(|e| EvalError::limit(e.to_string().trim_start_matches("resource limit: ")))
+    }
+
+    /// Checks that `bytes` more (`None`: overflowed) fit the memory budget next to the live
+    /// values.
+    pub fn reserve(&self, what: impl std::fmt::Display, bytes: Option<u64>) -> EResult<()> {
+        let live = self.usage.live.load(Ordering::Relaxed);
+        self.opts
+            .budget
+            .memory(
+                format_args!("{what} (with {live} bytes of live values)"),
+                bytes.and_then(|b| b.checked_add(live)),
+            )
+            .map_err(|e| EvalError::limit(e.to_string().trim_start_matches("resource limit: ")))
     }
 
     /// The commutative binary op a scalar reducer computation applies, if it is that simple.
@@ -221,6 +270,7 @@ impl<'a> Ctx<'a> {
                 self.opts.max_call_depth
             )));
         }
+        self.charge(format_args!("call of {}", c.name), CALL_WORK)?;
         self.depth += 1;
         let r = self.run_plan(c, plan, args);
         self.depth -= 1;
@@ -228,6 +278,20 @@ impl<'a> Ctx<'a> {
     }
 
     fn run_plan(&mut self, c: &Computation, plan: &Plan, args: Vec<Literal>) -> EResult<Literal> {
+        let mut held = 0u64;
+        let r = self.run_plan_counted(c, plan, args, &mut held);
+        self.usage.live.fetch_sub(held, Ordering::Relaxed);
+        r
+    }
+
+    /// [`Ctx::run_plan`]; `held` is the bytes this call added to the live count.
+    fn run_plan_counted(
+        &mut self,
+        c: &Computation,
+        plan: &Plan,
+        args: Vec<Literal>,
+        held: &mut u64,
+    ) -> EResult<Literal> {
         let mut env: Vec<Option<Literal>> = vec![None; c.insts.len()];
         let mut args: Vec<Option<Literal>> = args.into_iter().map(Some).collect();
         for (pos, &id) in plan.order.iter().enumerate() {
@@ -263,6 +327,24 @@ impl<'a> Ctx<'a> {
                         }
                     }
                 }
+                let out_elems = inst.shape.byte_size().map(|_| shape_elements(&inst.shape));
+                let in_elems: u64 = ops.iter().map(|v| elements(v)).sum();
+                let work = out_elems
+                    .and_then(|o| o.checked_add(in_elems))
+                    .and_then(|w| w.checked_add(INSTRUCTION_WORK))
+                    .unwrap_or(u64::MAX);
+                // Kernels hold index or widened (64-bit) copies next to their result: each
+                // result element is counted with WORKING_BYTES bytes of working space.
+                self.reserve(
+                    format_args!(
+                        "%{} (result {} and its working space)",
+                        inst.name, inst.shape
+                    ),
+                    inst.shape
+                        .byte_size()
+                        .and_then(|b| b.checked_add(out_elems?.checked_mul(WORKING_BYTES)?)),
+                )?;
+                self.charge(format_args!("%{}", inst.name), work)?;
                 let v = if inst.opcode == Opcode::Bitcast {
                     // Bitcast needs the operand's layout, which only its instruction knows.
                     let in_shape = inst
@@ -294,9 +376,16 @@ impl<'a> Ctx<'a> {
             };
             for &o in &inst.operands {
                 if plan.last_use[o.index()] == pos {
-                    env[o.index()] = None;
+                    if let Some(v) = env[o.index()].take() {
+                        let b = bytes(&v);
+                        self.usage.live.fetch_sub(b, Ordering::Relaxed);
+                        *held -= b;
+                    }
                 }
             }
+            let b = bytes(&value);
+            self.usage.live.fetch_add(b, Ordering::Relaxed);
+            *held += b;
             env[id.index()] = Some(value);
         }
         env[c.root.index()]
@@ -450,6 +539,7 @@ impl<'a> Ctx<'a> {
         let opts = self.opts;
         let plans = self.plans;
         let depth = self.depth;
+        let usage = self.usage.clone();
         let mut combine = move |a: &ArrayLiteral, b: &ArrayLiteral| -> EResult<ArrayLiteral> {
             if a.dims != b.dims || a.element_type() != b.element_type() {
                 return Err(EvalError::invalid(format!(
@@ -474,6 +564,7 @@ impl<'a> Ctx<'a> {
                 rt: &mut pure,
                 depth,
                 iterations: 0,
+                usage: usage.clone(),
             };
             reduce::combine_arrays(&mut cx, comp, a, b)
         };
@@ -515,6 +606,7 @@ impl<'a> Ctx<'a> {
             rt: &mut pure,
             depth: self.depth,
             iterations: self.iterations,
+            usage: self.usage.clone(),
         };
         f(&mut cx)
     }
@@ -603,6 +695,29 @@ impl Runtime for PureRuntime {
 /// The numeric ops of `eval::linalg` (owned by the eval-numeric helper).
 fn numeric_op(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     crate::eval::linalg::eval_op(cx, inst, ops)
+}
+
+/// Number of array elements of a shape (tuples summed; dynamic dims at their bound; callers
+/// check `byte_size` first so this cannot overflow).
+fn shape_elements(s: &Shape) -> u64 {
+    match s {
+        Shape::Array(a) => a.element_count().unwrap_or(u64::MAX),
+        Shape::Tuple(t) => t
+            .iter()
+            .fold(0u64, |acc, s| acc.saturating_add(shape_elements(s))),
+        Shape::Token => 0,
+    }
+}
+
+/// Bytes of a value's array data (tuples summed).
+fn bytes(v: &Literal) -> u64 {
+    match v {
+        Literal::Array(a) => {
+            (a.data.len() as u64).saturating_mul(a.element_type().byte_size() as u64)
+        }
+        Literal::Tuple(t) => t.iter().map(bytes).sum(),
+        Literal::Token => 0,
+    }
 }
 
 /// Number of array elements in a value (tuples summed).

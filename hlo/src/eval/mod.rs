@@ -48,6 +48,9 @@ pub struct EvalOptions {
     pub max_call_depth: usize,
     /// Largest number of elements a single value may have.
     pub max_elements: u64,
+    /// Memory (bytes of live values, checked before each instruction allocates its result) and
+    /// work (element operations of all instructions together) limits; see `docs/bounded.md`.
+    pub budget: arch::Budget,
     /// Implementations of custom-call targets (default: the built-in annotations of
     /// `linalg::CustomCallRegistry::with_builtins`).
     pub custom_calls: linalg::CustomCallRegistry,
@@ -59,6 +62,7 @@ impl Default for EvalOptions {
             max_while_iterations: 10_000_000,
             max_call_depth: 256,
             max_elements: 1 << 28,
+            budget: arch::Budget::default(),
             custom_calls: linalg::CustomCallRegistry::with_builtins(),
         }
     }
@@ -147,3 +151,6 @@ pub fn arg_fits(p: &crate::shape::Shape, a: &Literal) -> bool {
 pub fn evaluate(module: &Module, args: &[Literal]) -> EResult<Literal> {
     Evaluator::new(module).run(args, &mut SingleReplica::default())
 }
+
+#[cfg(test)]
+mod budget_tests;

@@ -79,20 +79,88 @@ impl Geometry {
         Some(flat)
     }
 
-    /// All window element offsets in row-major order.
-    fn window_positions(&self) -> Vec<Vec<usize>> {
-        let mut v = Vec::new();
-        if self.wsizes.contains(&0) {
-            return v;
+    /// The window element offsets (row-major) that land on a real base element for at least
+    /// one output position: offsets only ever in padding or dilation holes are left out, so
+    /// a huge window over a small operand costs what the operand has, not what the window
+    /// spans. Counts its own cost and the result's size against the work budget.
+    fn window_positions(&self, cx: &Ctx<'_>, what: &str) -> EResult<Vec<Vec<usize>>> {
+        let mut per_dim: Vec<Vec<usize>> = Vec::with_capacity(self.base.len());
+        for k in 0..self.base.len() {
+            let d = &self.win[k];
+            let (size, out, base) = (
+                self.wsizes[k] as u64,
+                self.out[k] as u64,
+                self.base[k] as u64,
+            );
+            // Either try every window offset against every output position, or every (output,
+            // base element) pair solved for its offset: whichever is cheaper.
+            let by_offset = size.saturating_mul(out);
+            let by_element = out.saturating_mul(base);
+            cx.charge(
+                format_args!("{what} window geometry"),
+                by_offset.min(by_element),
+            )?;
+            let mut ok = vec![];
+            if by_offset <= by_element {
+                for w in 0..self.wsizes[k] {
+                    if (0..self.out[k]).any(|o| self.real(k, o, w).is_some()) {
+                        ok.push(w);
+                    }
+                }
+            } else {
+                let mut set = std::collections::BTreeSet::new();
+                for o in 0..self.out[k] as i64 {
+                    for q in 0..self.base[k] as i64 {
+                        let t = q * d.lhs_dilate + d.pad_lo - o * d.stride;
+                        if t >= 0 && t % d.rhs_dilate == 0 && t / d.rhs_dilate < d.size {
+                            set.insert((t / d.rhs_dilate) as usize);
+                        }
+                    }
+                }
+                ok.extend(set);
+            }
+            per_dim.push(ok);
         }
-        let mut w = vec![0usize; self.wsizes.len()];
+        let count = per_dim
+            .iter()
+            .fold(1u64, |a, v| a.saturating_mul(v.len() as u64));
+        let outs = self
+            .out
+            .iter()
+            .fold(1u64, |a, &v| a.saturating_mul(v as u64));
+        cx.charge(format_args!("{what} windows"), count.saturating_mul(outs))?;
+        // Output and window index lists (one small vector each) are held during the fold.
+        let index_bytes = 24 + 8 * self.base.len() as u64;
+        cx.reserve(
+            format_args!("{what} window index lists"),
+            outs.checked_add(count)
+                .and_then(|n| n.checked_mul(index_bytes)),
+        )?;
+        let mut v = Vec::new();
+        if per_dim.iter().any(Vec::is_empty) {
+            return Ok(v);
+        }
+        let lens: Vec<usize> = per_dim.iter().map(Vec::len).collect();
+        let mut i = vec![0usize; lens.len()];
         loop {
-            v.push(w.clone());
-            if !next_index(&mut w, &self.wsizes) {
+            v.push(i.iter().zip(&per_dim).map(|(&j, l)| l[j]).collect());
+            if !next_index(&mut i, &lens) {
                 break;
             }
         }
-        v
+        Ok(v)
+    }
+
+    /// The base index along dimension `k` of window offset `w` at output position `o`, if
+    /// it is a real element.
+    fn real(&self, k: usize, o: usize, w: usize) -> Option<usize> {
+        let d = &self.win[k];
+        let p = o as i64 * d.stride + w as i64 * d.rhs_dilate - d.pad_lo;
+        if p < 0 || p % d.lhs_dilate != 0 {
+            return None;
+        }
+        let q = (p / d.lhs_dilate) as usize;
+        (q < self.base[k]).then_some(q)
     }
 
     fn out_positions(&self) -> Vec<Vec<usize>> {
@@ -136,8 +204,8 @@ pub fn reduce_window(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> 
     let k = count_of(&g.out, "reduce-window result")?;
     let st = strides(&g.base);
     let f = comp(inst.attrs.to_apply, "to_apply")?;
+    let wins = g.window_positions(cx, &format!("%{}", inst.name))?;
     let outs_pos = g.out_positions();
-    let wins = g.window_positions();
     if n == 1 {
         if let Some(op) = cx.binop_of(f) {
             let mut acc = splat(&inits[0].data, k);
@@ -219,7 +287,7 @@ pub fn select_and_scatter(
     );
     let st = strides(&g.base);
     let mut out = splat(&init.data, a.data.len());
-    let wins = g.window_positions();
+    let wins = g.window_positions(cx, &format!("%{}", inst.name))?;
     let binop = cx.binop_of(sct);
     for (si, o) in g.out_positions().iter().enumerate() {
         let mut chosen: Option<usize> = None;

@@ -74,7 +74,9 @@ const SECTIONS: &[&str] = &["FileNames", "FunctionNames", "FileLocations", "Stac
 
 /// An instruction's unresolved references.
 struct PendingInst<'a> {
-    operands: Vec<(&'a str, usize, Option<Shape>)>,
+    /// Operand names with offsets and the shapes written with them (boxed: rare, and large
+    /// next to the name, which matters for modules of millions of instructions).
+    operands: Vec<(&'a str, usize, Option<Box<Shape>>)>,
     preds: Vec<(&'a str, usize)>,
     comp_refs: Vec<(CompSlot, Vec<(&'a str, usize)>)>,
 }
@@ -382,7 +384,7 @@ impl<'a> Parser<'a> {
                 if !self.c.eat(b')')? {
                     loop {
                         let op_shape = if self.c.at_shape()? {
-                            Some(self.c.shape()?)
+                            Some(Box::new(self.c.shape()?))
                         } else {
                             None
                         };
@@ -410,7 +412,7 @@ impl<'a> Parser<'a> {
             opcode,
             shape,
             operands: Vec::new(),
-            attrs: ctx.attrs,
+            attrs: ctx.attrs.into(),
             span,
         };
         Ok((inst, pend, is_root, name, at))

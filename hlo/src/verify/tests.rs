@@ -19,7 +19,7 @@ fn inst(
         opcode,
         shape,
         operands: operands.into_iter().map(crate::ir::Handle::new).collect(),
-        attrs,
+        attrs: attrs.into(),
         span: Span::NONE,
     }
 }

@@ -200,6 +200,12 @@ pub fn parse_inst(text: &str) -> Result<Inst, AsmError> {
 
 /// Assembles program text. Errors carry line and column.
 pub fn assemble(text: &str) -> Result<Program, AsmError> {
+    assemble_located(text).map(|(p, _)| p)
+}
+
+/// Assembles program text; also returns, per instruction, the (1-based) line and column of
+/// its mnemonic, so later checks can point into the source.
+pub fn assemble_located(text: &str) -> Result<(Program, Vec<(usize, usize)>), AsmError> {
     let lines: Vec<Line> = text
         .lines()
         .enumerate()
@@ -279,5 +285,9 @@ pub fn assemble(text: &str) -> Result<Program, AsmError> {
         msg: e.to_string(),
         text: lines.first().map(|l| l.raw.to_string()).unwrap_or_default(),
     })?;
-    Ok(p)
+    let located = inst_lines
+        .into_iter()
+        .map(|(li, col)| (lines[li].no, col))
+        .collect();
+    Ok((p, located))
 }

@@ -135,7 +135,8 @@ mod tests {
             attrs: Attrs {
                 custom_call_target: Some(target.into()),
                 ..Attrs::default()
-            },
+            }
+            .into(),
             span: Span::NONE,
         }
     }

@@ -54,6 +54,9 @@ pub fn eval_op(cx: &mut Ctx<'_>, inst: &Instruction, operands: &[&Literal]) -> E
     let arr = |i: usize| operand(operands, i);
     let arrays = || -> EResult<Vec<&ArrayLiteral>> { (0..operands.len()).map(arr).collect() };
     let out = || out_array(&inst.shape);
+    if let Some(w) = multiply_adds(inst, operands) {
+        cx.charge(format_args!("%{} (multiply-adds)", inst.name), w)?;
+    }
     let v = match inst.opcode {
         O::Dot => dot::dot_general(arr(0)?, arr(1)?, a, out()?)?,
         O::Convolution => conv::convolution(arr(0)?, arr(1)?, a, out()?)?,
@@ -76,6 +79,47 @@ pub fn eval_op(cx: &mut Ctx<'_>, inst: &Instruction, operands: &[&Literal]) -> E
         }
     };
     Ok(Literal::Array(v))
+}
+
+/// Multiply-adds of a dot (result elements × contraction size) or convolution (result
+/// elements × kernel elements per output feature), saturating; `None` for other ops.
+fn multiply_adds(inst: &Instruction, operands: &[&Literal]) -> Option<u64> {
+    let out = inst.shape.as_array()?.element_count()?;
+    let dims = |i: usize| operands.get(i).and_then(|l| l.as_array()).map(|a| &a.dims);
+    let per_out: u64 = match inst.opcode {
+        Opcode::Dot => {
+            let lhs = dims(0)?;
+            inst.attrs
+                .lhs_contracting_dims
+                .as_deref()
+                .unwrap_or(&[])
+                .iter()
+                .map(|&d| {
+                    usize::try_from(d)
+                        .ok()
+                        .and_then(|d| lhs.get(d))
+                        .copied()
+                        .unwrap_or(1) as u64
+                })
+                .fold(1u64, u64::saturating_mul)
+        }
+        Opcode::Convolution => {
+            let rhs = dims(1)?;
+            let all = rhs.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64));
+            let of = inst
+                .attrs
+                .dim_labels
+                .as_ref()
+                .and_then(|c| usize::try_from(c.kernel_output_feature).ok())
+                .and_then(|d| rhs.get(d))
+                .copied()
+                .unwrap_or(1)
+                .max(1) as u64;
+            all / of
+        }
+        _ => return None,
+    };
+    Some(out.saturating_mul(per_out))
 }
 
 #[cfg(test)]

@@ -68,7 +68,10 @@ pub fn run_replicas(
     groups::check_partitions(module)?;
     let hub = Hub::new(n);
     let pairs = rt::channel_pairs(module, n);
-    let evaluator = Evaluator::new(module).with_options(opts.clone());
+    // Replicas run at once: each gets an equal share of the memory and work budget.
+    let mut opts = opts.clone();
+    opts.budget = opts.budget.share(n as u64);
+    let evaluator = Evaluator::new(module).with_options(opts);
     type Joined = std::thread::Result<(EResult<crate::literal::Literal>, HostIo)>;
     let results: Vec<Joined> = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(n);

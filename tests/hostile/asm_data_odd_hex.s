@@ -1,0 +1,2 @@
+.data hbm 0 012
+    halt

@@ -1,0 +1,2 @@
+    s.li s1
+    halt

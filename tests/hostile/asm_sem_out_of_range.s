@@ -1,0 +1,2 @@
+    sem.wait sem999, n=1
+    halt

@@ -1,0 +1,2 @@
+.frob 1
+    halt

@@ -1,0 +1,2 @@
+    frob s1, s2
+    halt

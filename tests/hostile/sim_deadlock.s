@@ -1,0 +1,2 @@
+    sem.wait sem3, n=1
+    halt
