@@ -79,9 +79,10 @@ pub struct RunArgs {
     /// Write a JSON report (cycles, seconds, flops, utilization, per-HLO-op table).
     #[arg(long, value_name = "REPORT.json")]
     report: Option<PathBuf>,
-    /// Stop (exit 1) if the program has not halted by this cycle.
-    #[arg(long, default_value_t = 1u64 << 40)]
-    max_cycles: u64,
+    /// Stop (exit 1) if the program has not halted by this cycle (default: sized to the
+    /// program, see docs/bounded.md).
+    #[arg(long)]
+    max_cycles: Option<u64>,
     /// Print every output element (default: a summary of large outputs).
     #[arg(long)]
     full: bool,
@@ -423,7 +424,7 @@ fn conformance_case(
         &args,
         SimOptions {
             functional: true,
-            max_cycles: 1 << 40,
+            max_cycles: sim::default_max_cycles(&c.program),
         },
         None,
         false,
@@ -472,7 +473,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         &args,
         SimOptions {
             functional: !a.timing_only,
-            max_cycles: a.max_cycles,
+            max_cycles: a
+                .max_cycles
+                .unwrap_or_else(|| sim::default_max_cycles(&c.program)),
         },
         Some(Box::new(OpSink(ops.clone()))),
         a.rtl_check,

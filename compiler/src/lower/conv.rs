@@ -35,7 +35,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if inst.opcode != Opcode::Convolution {
         return Ok(None);
     }
-    let attrs = inst.attrs.clone();
+    let attrs = inst.attrs.clone().into_inner();
     let lhs = l.arr(inst.operands[0])?;
     let rhs = l.arr(inst.operands[1])?;
     let (ty, out_dims) = l.out_shape(h)?;

@@ -60,7 +60,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if inst.opcode != Opcode::Dot {
         return Ok(None);
     }
-    let a = inst.attrs.clone();
+    let a = inst.attrs.clone().into_inner();
     let lhs = l.arr(inst.operands[0])?;
     let rhs = l.arr(inst.operands[1])?;
     let (ty, dims) = l.out_shape(h)?;

@@ -246,7 +246,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let inst = &l.comp().insts[h];
     let op = inst.opcode;
     let ops = inst.operands.clone();
-    let attrs = inst.attrs.clone();
+    let attrs = inst.attrs.clone().into_inner();
     if !matches!(
         op,
         Opcode::Broadcast
