@@ -116,7 +116,11 @@ fn replica_inputs(
         };
         let text = read_source(&file)?;
         let case = parse_case_in(&text, module_text.to_string(), &crate::bounded::budget())
-            .map_err(|e| UserError(format!("{}: error: {e}", file.display())))?;
+            .map_err(|e| match e {
+                // FILE:LINE:COL for text that is not JSON.
+                hlo::case::CaseError::Syntax { .. } => UserError(format!("{}:{e}", file.display())),
+                e => UserError(format!("{}: error: {e}", file.display())),
+            })?;
         let n = a.replicas.unwrap_or(case.replicas.max(1));
         check_replicas(n, &file)?;
         if case.inputs.len() < n {
@@ -223,7 +227,10 @@ fn check_output_size(a: &EvalArgs, results: &[(Literal, HostIo)]) -> anyhow::Res
         .map(|(v, io)| {
             literal_elements(v)
                 + io.outfeed.iter().map(literal_elements).sum::<u64>()
-                + io.host_send.iter().map(|(_, v)| literal_elements(v)).sum::<u64>()
+                + io.host_send
+                    .iter()
+                    .map(|(_, v)| literal_elements(v))
+                    .sum::<u64>()
         })
         .sum();
     let per = TEXT_BYTES + if a.json.is_some() { JSON_BYTES } else { 0 };

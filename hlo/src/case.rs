@@ -62,6 +62,13 @@ pub enum CaseError {
     Format { path: String, msg: String },
     #[error("{0}")]
     Io(String),
+    /// Text that is not JSON, at a line and column (1-based).
+    #[error("{line}:{col}: error: {msg}")]
+    Syntax {
+        line: usize,
+        col: usize,
+        msg: String,
+    },
 }
 
 fn ferr(path: &str, msg: impl Into<String>) -> CaseError {
@@ -448,7 +455,18 @@ pub fn parse_case_in(
     budget: &Budget,
 ) -> Result<Case, CaseError> {
     let r = Reader::new(*budget);
-    let v: Value = serde_json::from_str(json_text).map_err(|e| ferr("case.json", e.to_string()))?;
+    let v: Value = serde_json::from_str(json_text).map_err(|e| {
+        let text = e.to_string();
+        let msg = match text.rfind(" at line ") {
+            Some(i) if e.line() > 0 => text[..i].to_string(),
+            _ => text,
+        };
+        CaseError::Syntax {
+            line: e.line(),
+            col: e.column().max(1),
+            msg,
+        }
+    })?;
     let check = match v.get("check").and_then(Value::as_str).unwrap_or("exact") {
         "exact" => Check::Exact,
         "close" => Check::Close,
