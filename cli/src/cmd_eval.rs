@@ -10,7 +10,7 @@
 use crate::cmd_hlo::{load_verified, read_source};
 use crate::{Outcome, UserError};
 use clap::Args;
-use hlo::case::{case_dirs, literal_to_json, load_case, parse_case_in};
+use hlo::case::{case_dirs, literal_to_json, load_case_in, parse_case_in};
 use hlo::eval::corpus::{run_case, run_module, Outcome as CaseOutcome};
 use hlo::eval::{EvalError, EvalOptions, HostIo, ReplicaInput};
 use hlo::{ArrayData, ArrayLiteral, ElementType, Literal, Shape};
@@ -298,7 +298,7 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<Outcome> {
 }
 
 fn run_one(dir: &Path, opts: &EvalOptions) -> CaseOutcome {
-    match load_case(dir) {
+    match load_case_in(dir, &crate::bounded::budget()) {
         Ok(case) => run_case(&case, opts),
         Err(e) => CaseOutcome::Error(format!("bad case: {e}")),
     }

@@ -276,6 +276,18 @@ add(2, "rtl gen --arch mini -o /nonexistent-dir/x.v", "/nonexistent-dir/x.v: err
 add(2, "rtl gen --arch mini -o .", ".: error: cannot write: is a folder")
 add(2, "rtl gen --arch arch_hbm_huge.json -o {tmp}/x.v", "hbm.bytes")
 
+# ---------- conformance folders ----------
+os.makedirs('conf_hostile/huge_literal', exist_ok=True)
+w('conf_hostile/huge_literal/module.hlo', open('small.hlo').read())
+w('conf_hostile/huge_literal/case.json', case({"outputs":[],"inputs":[[{"type":"f32","dims":[100000,100000]}]]}))
+os.makedirs('conf_hostile/not_utf8', exist_ok=True)
+w('conf_hostile/not_utf8/module.hlo', b"HloModule m\xff\n")
+w('conf_hostile/not_utf8/case.json', case({"outputs":[]}))
+add(1, "conformance conf_hostile", "FAIL huge_literal: error: bad case: inputs[0][0]: resource limit: literal f32[100000,100000]")
+add(1, "conformance conf_hostile", "FAIL not_utf8: error: bad case: conf_hostile/not_utf8/module.hlo:1:12: error: invalid UTF-8")
+add(2, "conformance no-such-folder", "no-such-folder")
+add(2, "conformance conf_hostile --engine sim", "not supported yet")
+
 # ---------- usage ----------
 add(2, "frobnicate", "unrecognized subcommand")
 add(2, "eval", "Usage")
