@@ -160,6 +160,7 @@ add(1, "sim sim_count_loop.s --max-cycles 100000", "did not halt within 100000 c
 add(1, "sim sim_count_loop.s", "chip0.core0.seq at pc")
 add(1, "sim sim_spin.s", "no progress: chip 0 core 0 pc 0 `jmp @0` jumps to itself")
 add(1, "sim sim_self_branch.s", "pc 1 `beq s1, s1, @1` jumps to itself")
+add(1, "sim sim_no_halt.s", "pc 1 `jmp @0` goes to pc 0, from which no path reaches a halt")
 add(1, "sim sim_deadlock.s", "deadlock at cycle 0")
 add(1, "sim sim_dma_huge.s", "past the limit of")
 add(1, "sim sim_dma_huge.s --timing-only", "past the limit of")
