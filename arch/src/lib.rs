@@ -26,16 +26,32 @@ pub use presets::{preset_json, PRESETS};
 pub use table::presets_markdown;
 pub use validate::{MAX_ACC_ROWS, MAX_MXUS, MAX_MXU_DIM};
 
+/// A JSON error placed as `ORIGIN:LINE:COL` (serde's " at line L column C" moved to the front).
+pub fn json_error(origin: &str, e: &serde_json::Error) -> ArchError {
+    let text = e.to_string();
+    if e.line() == 0 {
+        return ArchError::Json {
+            origin: origin.to_string(),
+            msg: text,
+        };
+    }
+    let msg = match text.rfind(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    ArchError::Json {
+        origin: format!("{origin}:{}:{}", e.line(), e.column().max(1)),
+        msg,
+    }
+}
+
 /// Largest arch JSON file read (a config is a few kilobytes).
 pub const MAX_ARCH_FILE_BYTES: u64 = 16 << 20;
 
 impl ArchConfig {
     /// Parses and validates a config from JSON text; `origin` names the source in errors.
     pub fn from_json(text: &str, origin: &str) -> Result<ArchConfig, ArchError> {
-        let cfg: ArchConfig = serde_json::from_str(text).map_err(|e| ArchError::Json {
-            origin: origin.to_string(),
-            msg: e.to_string(),
-        })?;
+        let cfg: ArchConfig = serde_json::from_str(text).map_err(|e| json_error(origin, &e))?;
         cfg.validate()?;
         Ok(cfg)
     }

@@ -411,4 +411,10 @@ mod tests {
         );
         assert_eq!(errors(&["hbm.gbps=0.001", "hbm.latency_ns=1000000000"]), "");
     }
+
+    #[test]
+    fn json_errors_are_placed_at_line_and_column() {
+        let e = ArchConfig::from_json("{\n  x", "f.json").unwrap_err();
+        assert_eq!(e.to_string(), "f.json:2:3: key must be a string");
+    }
 }

@@ -10,7 +10,7 @@
 use crate::cmd_hlo::{load_verified, read_source};
 use crate::{Outcome, UserError};
 use clap::Args;
-use hlo::case::{case_dirs, literal_to_json, load_case, parse_case_in};
+use hlo::case::{case_dirs, literal_to_json, load_case_in, parse_case_in};
 use hlo::eval::corpus::{run_case, run_module, Outcome as CaseOutcome};
 use hlo::eval::{EvalError, EvalOptions, HostIo, ReplicaInput};
 use hlo::{ArrayData, ArrayLiteral, ElementType, Literal, Shape};
@@ -120,7 +120,11 @@ fn replica_inputs(
         };
         let text = read_source(&file)?;
         let case = parse_case_in(&text, module_text.to_string(), &crate::bounded::budget())
-            .map_err(|e| UserError(format!("{}: error: {e}", file.display())))?;
+            .map_err(|e| match e {
+                // FILE:LINE:COL for text that is not JSON.
+                hlo::case::CaseError::Syntax { .. } => UserError(format!("{}:{e}", file.display())),
+                e => UserError(format!("{}: error: {e}", file.display())),
+            })?;
         let n = a.replicas.unwrap_or(case.replicas.max(1));
         check_replicas(n, &file)?;
         if case.inputs.len() < n {
@@ -227,7 +231,10 @@ fn check_output_size(a: &EvalArgs, results: &[(Literal, HostIo)]) -> anyhow::Res
         .map(|(v, io)| {
             literal_elements(v)
                 + io.outfeed.iter().map(literal_elements).sum::<u64>()
-                + io.host_send.iter().map(|(_, v)| literal_elements(v)).sum::<u64>()
+                + io.host_send
+                    .iter()
+                    .map(|(_, v)| literal_elements(v))
+                    .sum::<u64>()
         })
         .sum();
     let per = TEXT_BYTES + if a.json.is_some() { JSON_BYTES } else { 0 };
@@ -295,7 +302,7 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<Outcome> {
 }
 
 fn run_one(dir: &Path, opts: &EvalOptions) -> CaseOutcome {
-    match load_case(dir) {
+    match load_case_in(dir, &crate::bounded::budget()) {
         Ok(case) => run_case(&case, opts),
         Err(e) => CaseOutcome::Error(format!("bad case: {e}")),
     }

@@ -62,6 +62,13 @@ pub enum CaseError {
     Format { path: String, msg: String },
     #[error("{0}")]
     Io(String),
+    /// Text that is not JSON, at a line and column (1-based).
+    #[error("{line}:{col}: error: {msg}")]
+    Syntax {
+        line: usize,
+        col: usize,
+        msg: String,
+    },
 }
 
 fn ferr(path: &str, msg: impl Into<String>) -> CaseError {
@@ -448,7 +455,18 @@ pub fn parse_case_in(
     budget: &Budget,
 ) -> Result<Case, CaseError> {
     let r = Reader::new(*budget);
-    let v: Value = serde_json::from_str(json_text).map_err(|e| ferr("case.json", e.to_string()))?;
+    let v: Value = serde_json::from_str(json_text).map_err(|e| {
+        let text = e.to_string();
+        let msg = match text.rfind(" at line ") {
+            Some(i) if e.line() > 0 => text[..i].to_string(),
+            _ => text,
+        };
+        CaseError::Syntax {
+            line: e.line(),
+            col: e.column().max(1),
+            msg,
+        }
+    })?;
     let check = match v.get("check").and_then(Value::as_str).unwrap_or("exact") {
         "exact" => Check::Exact,
         "close" => Check::Close,
@@ -519,12 +537,37 @@ pub fn parse_case_in(
 
 /// Loads a case folder (`module.hlo` + `case.json`).
 pub fn load_case(dir: &Path) -> Result<Case, CaseError> {
+    load_case_in(dir, &Budget::default())
+}
+
+/// Loads a case folder; both files and the case's literals must fit `budget.max_memory`
+/// (files are measured before they are read).
+pub fn load_case_in(dir: &Path, budget: &Budget) -> Result<Case, CaseError> {
     let read = |f: &str| {
-        std::fs::read_to_string(dir.join(f))
-            .map_err(|e| CaseError::Io(format!("{}: {e}", dir.join(f).display())))
+        let p = dir.join(f);
+        let io = |e: String| CaseError::Io(format!("{}: {e}", p.display()));
+        let len = std::fs::metadata(&p).map_err(|e| io(e.to_string()))?.len();
+        budget
+            .memory(format_args!("reading {}", p.display()), Some(len))
+            .map_err(|e| io(e.to_string()))?;
+        let bytes = std::fs::read(&p).map_err(|e| io(e.to_string()))?;
+        String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let before = &e.as_bytes()[..at];
+            let line = 1 + before.iter().filter(|&&c| c == b'\n').count();
+            let start = before
+                .iter()
+                .rposition(|&c| c == b'\n')
+                .map_or(0, |i| i + 1);
+            let col = 1 + String::from_utf8_lossy(&before[start..]).chars().count();
+            CaseError::Io(format!(
+                "{}:{line}:{col}: error: invalid UTF-8",
+                p.display()
+            ))
+        })
     };
     let module = read("module.hlo")?;
-    parse_case(&read("case.json")?, module)
+    parse_case_in(&read("case.json")?, module, budget)
 }
 
 /// Case folders (those with a `case.json`) under `root`, sorted by name.

@@ -13,6 +13,51 @@ pub struct Prog {
     pub program: Program,
     /// For each pc, the index into `program.symbols`, or [`NO_SYMBOL`].
     pub sym_of_pc: Vec<u32>,
+    /// For each pc, whether some path of the control-flow graph leads from it to a `halt` (or
+    /// past the last instruction, an error): a core at a pc without one can never halt.
+    pub can_end: Vec<bool>,
+}
+
+/// [`Prog::can_end`]: backward search from every `halt` and from the end of the code over the
+/// control-flow graph (a jump goes to its target; any other instruction with a target may go
+/// there or on; `halt` stops).
+fn can_end(code: &[Inst]) -> Vec<bool> {
+    let n = code.len();
+    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n + 1];
+    for (pc, inst) in code.iter().enumerate() {
+        if matches!(inst, Inst::Halt {}) {
+            continue;
+        }
+        let mut i = *inst;
+        let mut targets = Vec::new();
+        i.for_each_target(&mut |t| targets.push(t.0 as usize));
+        if !matches!(inst, Inst::Jmp { .. }) {
+            targets.push(pc + 1);
+        }
+        for t in targets {
+            if t <= n {
+                preds[t].push(pc as u32);
+            }
+        }
+    }
+    let mut ok = vec![false; n + 1];
+    let mut work: Vec<usize> = (0..n)
+        .filter(|&pc| matches!(code[pc], Inst::Halt {}))
+        .collect();
+    work.push(n);
+    for &w in &work {
+        ok[w] = true;
+    }
+    while let Some(x) = work.pop() {
+        for &p in &preds[x] {
+            if !ok[p as usize] {
+                ok[p as usize] = true;
+                work.push(p as usize);
+            }
+        }
+    }
+    ok.truncate(n);
+    ok
 }
 
 impl Prog {
@@ -25,13 +70,24 @@ impl Prog {
                 sym_of_pc[pc as usize] = i as u32;
             }
         }
-        Ok(Prog { program, sym_of_pc })
+        let can_end = can_end(&program.code);
+        Ok(Prog {
+            program,
+            sym_of_pc,
+            can_end,
+        })
     }
 
     /// The instructions.
     #[inline]
     pub fn code(&self) -> &[Inst] {
         &self.program.code
+    }
+
+    /// Whether a core at `pc` can still reach a `halt` (see [`Prog::can_end`]).
+    #[inline]
+    pub fn can_end_from(&self, pc: u32) -> bool {
+        self.can_end.get(pc as usize).copied().unwrap_or(true)
     }
 
     /// The HLO symbol of instruction `pc`, if any.

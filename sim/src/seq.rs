@@ -81,6 +81,22 @@ impl Chip {
         })
     }
 
+    /// The error for a core that jumps to `target`, from which no path reaches a `halt`.
+    fn no_halt(&self, c: usize, pc: u32, inst: &isa::Inst, target: u32) -> SimError {
+        SimError::Timeout(crate::error::TimeoutReport {
+            limit: 0,
+            reason: format!(
+                "no progress: chip {} core {c} pc {pc} `{inst}` goes to pc {target}, from which \
+                 no path reaches a halt: the core can never halt",
+                self.idx
+            ),
+            units: crate::error::DeadlockReport {
+                cycle: 0,
+                waits: Vec::new(),
+            },
+        })
+    }
+
     /// Issues (or blocks on) the instruction at the pc at cycle `now`: `Some(next issue cycle)`
     /// if it issued, `None` if the sequencer blocked or halted.
     fn seq_one(
@@ -144,6 +160,9 @@ impl Chip {
                 if target.0 == pc {
                     return Err(self.spin(c, pc, &inst));
                 }
+                if !env.prog.can_end_from(target.0) {
+                    return Err(self.no_halt(c, pc, &inst, target.0));
+                }
                 next_pc = target.0;
                 env.stats.add(self.cores[c].seq_stats.taken, 1);
                 Ok(lat + p.branch_penalty)
@@ -163,6 +182,9 @@ impl Chip {
                     if target.0 == pc {
                         // Nothing in the loop changes ra or rb: taken forever.
                         return Err(self.spin(c, pc, &inst));
+                    }
+                    if !env.prog.can_end_from(target.0) {
+                        return Err(self.no_halt(c, pc, &inst, target.0));
                     }
                     next_pc = target.0;
                     env.stats.add(self.cores[c].seq_stats.taken, 1);

@@ -70,7 +70,9 @@ fn out_of_range_access_is_an_error() {
 
 #[test]
 fn a_program_that_never_halts_times_out() {
-    let prog = isa::asm::assemble("loop:\n    s.addi s1, s1, 1\n    jmp loop\n").unwrap();
+    // s1 counts up from 1 and only meets s0 (0) after 2^64 steps: a halt is reachable.
+    let prog = isa::asm::assemble("loop:\n    s.addi s1, s1, 1\n    bne s1, s0, loop\n    halt\n")
+        .unwrap();
     let a = ArchConfig::preset("mini").unwrap();
     let opts = SimOptions {
         max_cycles: 100_000,
@@ -175,4 +177,38 @@ fn a_core_jumping_to_itself_stops_at_once() {
     let a = ArchConfig::preset("mini").unwrap();
     let mut sys = System::new(&a, prog, 1, SimOptions::default()).unwrap();
     assert!(sys.run().is_ok());
+}
+
+#[test]
+fn a_loop_with_no_path_to_halt_stops_at_once() {
+    // A loop whose exit leads to a halt runs normally.
+    let ok = isa::asm::assemble(
+        "    s.li s2, 5\nloop:\n    s.addi s1, s1, 1\n    blt s1, s2, loop\n    halt\n",
+    )
+    .unwrap();
+    let a = ArchConfig::preset("mini").unwrap();
+    assert!(System::new(&a, ok, 1, SimOptions::default())
+        .unwrap()
+        .run()
+        .is_ok());
+    let prog = isa::asm::assemble(
+        "    s.li s2, 5\nloop:\n    s.addi s1, s1, 1\n    blt s1, s2, loop\nrest:\n    \
+         s.addi s3, s3, 1\n    jmp rest\n    halt\n",
+    )
+    .unwrap();
+    let a = ArchConfig::preset("mini").unwrap();
+    let mut sys = System::new(&a, prog, 1, SimOptions::default()).unwrap();
+    match sys.run().unwrap_err() {
+        SimError::Timeout(r) => {
+            let text = r.to_string();
+            // The first loop exits only into the second, which has no exit: no halt is
+            // reachable from the first loop either, so its first back branch stops the run.
+            assert!(
+                text.contains("pc 2 `blt s1, s2, @1` goes to pc 1"),
+                "{text}"
+            );
+            assert!(text.contains("no path reaches a halt"), "{text}");
+        }
+        e => panic!("expected no progress, got {e}"),
+    }
 }

@@ -101,9 +101,9 @@ for n,(t,e,f) in evals.items():
 # ---------- case.json ----------
 def case(obj): return json.dumps(obj)
 cases = {
- 'case_not_json.json': ("{not json", 2, "case_not_json.json: error:"),
- 'case_empty.json': ("", 2, "case_empty.json: error:"),
- 'case_deep_nesting.json': ("["*100000+"]"*100000, 2, "case_deep_nesting.json: error:"),
+ 'case_not_json.json': ("{not json", 2, "case_not_json.json:1:2: error: key must be a string"),
+ 'case_empty.json': ("", 2, "case_empty.json:1:1: error: EOF while parsing"),
+ 'case_deep_nesting.json': ("["*100000+"]"*100000, 2, "case_deep_nesting.json:1:128: error: recursion limit exceeded"),
  'case_dims_negative.json': (case({"outputs":[],"inputs":[[{"type":"f32","dims":[-2],"data":[1,2]}]]}), 2, "bad dim -2"),
  'case_dims_string.json': (case({"outputs":[],"inputs":[[{"type":"f32","dims":["2"],"data":[1,2]}]]}), 2, "bad dim"),
  'case_dims_float.json': (case({"outputs":[],"inputs":[[{"type":"f32","dims":[2.5],"data":[1,2]}]]}), 2, "bad dim"),
@@ -160,6 +160,7 @@ add(1, "sim sim_count_loop.s --max-cycles 100000", "did not halt within 100000 c
 add(1, "sim sim_count_loop.s", "chip0.core0.seq at pc")
 add(1, "sim sim_spin.s", "no progress: chip 0 core 0 pc 0 `jmp @0` jumps to itself")
 add(1, "sim sim_self_branch.s", "pc 1 `beq s1, s1, @1` jumps to itself")
+add(1, "sim sim_no_halt.s", "pc 1 `jmp @0` goes to pc 0, from which no path reaches a halt")
 add(1, "sim sim_deadlock.s", "deadlock at cycle 0")
 add(1, "sim sim_dma_huge.s", "past the limit of")
 add(1, "sim sim_dma_huge.s --timing-only", "past the limit of")
@@ -254,9 +255,9 @@ arch('arch_queue_huge.json', setp('sequencer.queue_depth', 4294967295), 2, "sequ
 arch('arch_dma_engines_huge.json', setp('dma.engines', 4294967295), 2, "dma.engines = 4294967295 is out of range")
 arch('arch_lanes_huge.json', setp('vpu.lanes', 4294967295), 2, "vpu.lanes = 4294967295 is out of range")
 arch('arch_setup_huge.json', setp('dma.setup_cycles', 4294967295), 2, "dma.setup_cycles = 4294967295 is out of range")
-arch('arch_wrong_type.json', setp('hbm.bytes', "lots"), 2, "arch_wrong_type.json:")
+arch('arch_wrong_type.json', setp('hbm.bytes', "lots"), 2, 'invalid type: string "lots", expected u64')
 arch('arch_missing_field.json', lambda a: a.pop('hbm'), 2, "missing field `hbm`")
-w('arch_not_json.json', "{hbm: 1"); add(2, "arch show arch_not_json.json", "arch_not_json.json:")
+w('arch_not_json.json', "{hbm: 1"); add(2, "arch show arch_not_json.json", "arch_not_json.json:1:2: key must be a string")
 w('arch_invalid_utf8.json', b'{"name": "\xff"}'); add(2, "arch show arch_invalid_utf8.json", "arch_invalid_utf8.json:1:11: invalid UTF-8")
 w('arch_deep.json', "["*100000+"]"*100000); add(2, "arch show arch_deep.json", "arch_deep.json:")
 add(2, "arch show mini --set mxu.rows=99999999999", "mxu.rows")
@@ -275,6 +276,18 @@ add(2, "rtl sim --arch mini --vcd /nonexistent-dir/x.vcd", "/nonexistent-dir/x.v
 add(2, "rtl gen --arch mini -o /nonexistent-dir/x.v", "/nonexistent-dir/x.v: error: cannot write")
 add(2, "rtl gen --arch mini -o .", ".: error: cannot write: is a folder")
 add(2, "rtl gen --arch arch_hbm_huge.json -o {tmp}/x.v", "hbm.bytes")
+
+# ---------- conformance folders ----------
+os.makedirs('conf_hostile/huge_literal', exist_ok=True)
+w('conf_hostile/huge_literal/module.hlo', open('small.hlo').read())
+w('conf_hostile/huge_literal/case.json', case({"outputs":[],"inputs":[[{"type":"f32","dims":[100000,100000]}]]}))
+os.makedirs('conf_hostile/not_utf8', exist_ok=True)
+w('conf_hostile/not_utf8/module.hlo', b"HloModule m\xff\n")
+w('conf_hostile/not_utf8/case.json', case({"outputs":[]}))
+add(1, "conformance conf_hostile", "FAIL huge_literal: error: bad case: inputs[0][0]: resource limit: literal f32[100000,100000]")
+add(1, "conformance conf_hostile", "FAIL not_utf8: error: bad case: conf_hostile/not_utf8/module.hlo:1:12: error: invalid UTF-8")
+add(2, "conformance no-such-folder", "no-such-folder")
+add(2, "conformance conf_hostile --engine sim", "not supported yet")
 
 # ---------- usage ----------
 add(2, "frobnicate", "unrecognized subcommand")

@@ -1,3 +1,4 @@
 loop:
     s.addi s1, s1, 1
-    jmp loop
+    bne s1, s0, loop
+    halt

@@ -97,3 +97,14 @@ fn case_literals_are_checked_before_they_are_allocated() {
     assert!(e.to_string().contains("inputs[0][1]"), "{e}");
     assert!(crate::case::parse_case_in(two, String::new(), &budget(1200, 0)).is_ok());
 }
+
+#[test]
+fn case_syntax_errors_have_a_line_and_column() {
+    let e = crate::case::parse_case_in(
+        "{\n  \"outputs\": [,]\n}",
+        String::new(),
+        &budget(1 << 20, 0),
+    )
+    .unwrap_err();
+    assert_eq!(e.to_string(), "2:15: error: expected value");
+}

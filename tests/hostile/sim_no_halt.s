@@ -1,0 +1,3 @@
+loop:
+    s.addi s1, s1, 1
+    jmp loop
