@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// Absolute tolerance of the comparison with the evaluator (when the case has none).
     #[arg(long, default_value_t = 1e-3)]
     atol: f64,
+    /// Write a Chrome/Perfetto trace (JSON) of every unit's operations, named by instruction
+    /// and HLO op.
+    #[arg(long, value_name = "TRACE.json")]
+    trace: Option<PathBuf>,
     /// Write a JSON report (cycles, seconds, flops, utilization, per-HLO-op table).
     #[arg(long, value_name = "REPORT.json")]
     report: Option<PathBuf>,
@@ -116,7 +120,7 @@ pub fn compile_file(
 /// `systole compile`.
 pub fn compile(a: CompileArgs) -> anyhow::Result<Outcome> {
     for p in a.out.iter().chain(a.asm.iter()) {
-        check_writable(p)?;
+        crate::bounded::check_output(p)?;
     }
     let (_, _, arch, c) = compile_file(&a.t)?;
     if let Some(p) = &a.out {
@@ -133,21 +137,6 @@ pub fn compile(a: CompileArgs) -> anyhow::Result<Outcome> {
     }
     print_compile_summary(&c, &arch);
     Ok(Outcome::Ok)
-}
-
-fn check_writable(p: &Path) -> anyhow::Result<()> {
-    let dir = p
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        return Err(user(format!(
-            "{}: cannot write: directory {} does not exist",
-            p.display(),
-            dir.display()
-        )));
-    }
-    Ok(())
 }
 
 fn print_compile_summary(c: &Compiled, arch: &arch::ArchConfig) {
@@ -177,6 +166,16 @@ type Expected = (Vec<Literal>, Check, Tolerance);
 
 /// Busy cycles of one HLO op: total and per unit kind.
 type OpBusy = (u64, BTreeMap<String, u64>);
+
+/// Sends every trace event to several sinks.
+struct Tee(Vec<Box<dyn TraceSink>>);
+impl TraceSink for Tee {
+    fn event(&mut self, e: &TraceEvent<'_>) {
+        for s in &mut self.0 {
+            s.event(e);
+        }
+    }
+}
 
 /// Per-HLO-op busy cycles, summed over units, from the trace.
 #[derive(Default)]
@@ -450,8 +449,8 @@ fn conformance_case(
 
 /// `systole run`.
 pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
-    if let Some(p) = &a.report {
-        check_writable(p)?;
+    for p in a.report.iter().chain(a.trace.iter()) {
+        crate::bounded::check_output(p)?;
     }
     let (src, module, arch, c) = compile_file(&a.t)?;
     let (args, expected) = inputs_for(&a, &module, &src)?;
@@ -467,6 +466,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         ));
     }
     let ops = Arc::new(Mutex::new(OpCycles::default()));
+    let events = Arc::new(Mutex::new(sim::trace::VecSink::default()));
+    let dropped = Arc::new(Mutex::new(0u64));
     let ex = match execute(
         &c,
         &arch,
@@ -477,7 +478,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 .max_cycles
                 .unwrap_or_else(|| sim::default_max_cycles(&c.program)),
         },
-        Some(Box::new(OpSink(ops.clone()))),
+        Some(Box::new(Tee(vec![
+            Box::new(OpSink(ops.clone())),
+            Box::new(crate::cmd_sim::SharedSink {
+                events: events.clone(),
+                cap: if a.trace.is_some() {
+                    crate::bounded::budget().max_memory / crate::cmd_sim::TRACE_EVENT_BYTES
+                } else {
+                    0
+                },
+                dropped: dropped.clone(),
+            }),
+        ]))),
         a.rtl_check,
     ) {
         Ok(x) => x,
@@ -579,6 +591,21 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         );
     }
     eprintln!("simulated in {wall:.3} s ({} events)", r.events);
+    if let Some(p) = &a.trace {
+        let n = *dropped.lock().expect("trace sink");
+        if n > 0 {
+            return Err(user(format!(
+                "{}: the trace has more events than the memory budget keeps ({n} dropped; --max-memory)",
+                p.display()
+            )));
+        }
+        let f = std::fs::File::create(p)
+            .map_err(|e| user(format!("{}: cannot write: {e}", p.display())))?;
+        events
+            .lock()
+            .expect("trace sink")
+            .write_chrome_json(std::io::BufWriter::new(f))?;
+    }
     if let Some(p) = &a.report {
         let table: Vec<serde_json::Value> = top
             .iter()

@@ -56,13 +56,13 @@ pub struct SimArgs {
 }
 
 /// Bytes one collected trace event is counted as against the memory budget.
-const TRACE_EVENT_BYTES: u64 = 160;
+pub(crate) const TRACE_EVENT_BYTES: u64 = 160;
 
 /// Collects trace events, at most `cap` of them (the memory budget); `dropped` counts the rest.
-struct SharedSink {
-    events: Arc<Mutex<VecSink>>,
-    cap: u64,
-    dropped: Arc<Mutex<u64>>,
+pub(crate) struct SharedSink {
+    pub(crate) events: Arc<Mutex<VecSink>>,
+    pub(crate) cap: u64,
+    pub(crate) dropped: Arc<Mutex<u64>>,
 }
 impl TraceSink for SharedSink {
     fn event(&mut self, e: &TraceEvent<'_>) {

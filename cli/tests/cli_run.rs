@@ -229,3 +229,56 @@ fn rtl_check_replays_compiled_mxu_streams_through_verilator_with_no_mismatch() {
         }
     }
 }
+
+#[test]
+fn run_trace_is_chrome_json_with_slices_named_by_hlo_op() {
+    let dir = std::env::temp_dir().join(format!("systole-cli-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = dir.join("t.json");
+    let o = systole(&[
+        "run",
+        "tests/models/cnn_small_opt/module.hlo",
+        "--inputs",
+        "tests/models/cnn_small_opt/case.json",
+        "--f32-dot-passes",
+        "6",
+        "--trace",
+        t.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&t).unwrap()).unwrap();
+    let ev = j
+        .get("traceEvents")
+        .and_then(|v| v.as_array())
+        .or_else(|| j.as_array())
+        .expect("trace events")
+        .clone();
+    let module =
+        std::fs::read_to_string(root().join("tests/models/cnn_small_opt/module.hlo")).unwrap();
+    let mut cats = std::collections::BTreeSet::new();
+    for e in ev.iter().filter(|e| e["ph"] == "X") {
+        let cat = e["cat"].as_str().unwrap_or_default().to_string();
+        cats.insert(
+            cat.rsplit('.')
+                .next()
+                .unwrap()
+                .trim_end_matches(char::is_numeric)
+                .to_string(),
+        );
+        assert!(
+            e["dur"].as_u64().is_some() && e["ts"].as_u64().is_some(),
+            "{e}"
+        );
+        if let Some(h) = e["args"]["hlo"].as_str() {
+            let base = h.split(".i").next().unwrap();
+            assert!(
+                module.contains(base),
+                "slice names HLO op {h} not in the module"
+            );
+        }
+    }
+    for unit in ["dma", "mxu", "vpu"] {
+        assert!(cats.contains(unit), "no {unit} slices: {cats:?}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
