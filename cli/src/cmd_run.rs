@@ -305,7 +305,7 @@ pub fn execute(
     let started = std::time::Instant::now();
     let run = match sys.run() {
         Ok(r) => r,
-        Err(e @ (SimError::Deadlock(_) | SimError::Timeout(_))) => {
+        Err(e @ (SimError::Deadlock(_) | SimError::Timeout(_) | SimError::Race { .. })) => {
             return Err(ExecError::Check(e.to_string()))
         }
         Err(e) => return Err(ExecError::User(format!("simulation: {e}"))),

@@ -139,7 +139,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
     let secs = started.elapsed().as_secs_f64();
     let r = match res {
         Ok(r) => r,
-        Err(e @ (SimError::Deadlock(_) | SimError::Timeout(_))) => {
+        Err(e @ (SimError::Deadlock(_) | SimError::Timeout(_) | SimError::Race { .. })) => {
             eprintln!("{e}");
             return Ok(Outcome::CheckFailed);
         }

@@ -12,6 +12,7 @@
 
 #[macro_use]
 mod define;
+pub mod access;
 pub mod asm;
 pub mod binary;
 pub mod builder;
@@ -24,6 +25,7 @@ mod program;
 mod table;
 mod word;
 
+pub use access::Access;
 pub use builder::{Builder, Label};
 pub use inst::{FieldInfo, InstInfo, TimingClass, Unit};
 pub use operand::{

@@ -80,6 +80,8 @@ pub struct Xfer {
     pub link_bytes: u64,
     /// Through HBM (else VMEM).
     pub hbm: bool,
+    /// Its id in the race tracker.
+    pub race_id: u64,
 }
 
 /// Chip-level statistics.
@@ -118,6 +120,10 @@ pub struct Chip {
     pub halted: usize,
     /// Every MXU operation with its operands, when asked for ([`crate::System::record_mxu`]).
     pub mxu_log: Option<Vec<MxuRecord>>,
+    /// Instructions in flight, for race detection (`None`: not checked).
+    pub races: Option<crate::race::RaceTracker>,
+    /// The race id the next DMA transfer records.
+    pub next_dma_race_id: u64,
 }
 
 /// One MXU operation as the simulator executed it: the stream a compiled program feeds an
@@ -202,6 +208,8 @@ impl Chip {
             st,
             halted: 0,
             mxu_log: None,
+            races: Some(crate::race::RaceTracker::default()),
+            next_dma_race_id: 0,
         }
     }
 

@@ -86,6 +86,7 @@ impl Chip {
             signal,
             link_bytes: if hbm { hbm_bytes } else { bytes },
             hbm,
+            race_id: self.next_dma_race_id,
         };
         let id = match self.free_xfers.pop() {
             Some(i) => {
@@ -177,6 +178,9 @@ impl Chip {
     fn finish_xfer(&mut self, env: &mut Env<'_>, now: Cycle, id: u32) -> Result<(), SimError> {
         let x = self.xfers[id as usize].take().expect("live transfer");
         self.free_xfers.push(id);
+        if let Some(r) = &mut self.races {
+            r.set_done(x.race_id, now.get());
+        }
         let c = x.core as usize;
         self.cores[c].dma.busy_engines -= 1;
         // Earliest start among the core's remaining transfers.

@@ -26,6 +26,14 @@ pub enum SimError {
     /// The program ran longer than the configured limit, or time stopped advancing.
     #[error("{0}")]
     Timeout(TimeoutReport),
+    /// Two unordered conflicting accesses (see `sim::race`).
+    #[error("chip {chip}: {msg}")]
+    Race {
+        /// Chip index.
+        chip: u32,
+        /// Both instructions, the bytes and the cycles.
+        msg: String,
+    },
     /// A feature the simulator does not model yet.
     #[error("not supported yet: {0}")]
     Unsupported(String),

@@ -24,6 +24,7 @@ pub mod mxu;
 pub mod numerics;
 pub mod params;
 pub mod prog;
+pub mod race;
 mod seq;
 pub mod stats;
 pub mod system;

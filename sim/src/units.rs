@@ -183,6 +183,14 @@ impl Chip {
             if matches!(self.cores[c].blocked, Some((SeqBlock::Queue(x), _)) if x == u) {
                 self.schedule_seq(c, now);
             }
+            let race_id = match &mut self.races {
+                Some(r) => {
+                    r.prune(now.get());
+                    r.next_id()
+                }
+                None => 0,
+            };
+            self.next_dma_race_id = race_id;
             let st = match u {
                 DMA => self.start_dma(env, now, c, &cmd, signal.map(|s| s.0))?,
                 VPU => self.start_vpu(env, now, c, &cmd)?,
@@ -190,6 +198,34 @@ impl Chip {
                 OUTFEED => self.start_outfeed(env, now, c, &cmd)?,
                 _ => self.start_mxu(env, now, c, u - MXU0, &cmd)?,
             };
+            let touches = if self.races.is_some() {
+                self.touches(env, c, &cmd)
+            } else {
+                Vec::new()
+            };
+            {
+                if !touches.is_empty() {
+                    let live = crate::race::Live {
+                        core: c as u32,
+                        unit: u,
+                        dma: u == DMA,
+                        id: race_id,
+                        pc: cmd.pc,
+                        unit_name: self.cores[c].units[u].name.clone(),
+                        inst: cmd.inst.to_string(),
+                        symbol: env.prog.program.symbol_at(cmd.pc).map(str::to_string),
+                        start: st.start.get(),
+                        done: st
+                            .done
+                            .map_or(u64::MAX, |d| d.get().max(st.start.get() + 1)),
+                        touches,
+                    };
+                    let chip = self.idx;
+                    if let Some(Err(msg)) = self.races.as_mut().map(|r| r.add(live)) {
+                        return Err(SimError::Race { chip, msg });
+                    }
+                }
+            }
             let unit = &mut self.cores[c].units[u];
             env.stats.add(unit.ops, 1);
             unit.inflight += 1;
@@ -215,6 +251,102 @@ impl Chip {
         let h = unit.horizon(now);
         unit.tl.flush_until(env.stats, h);
         Ok(())
+    }
+
+    /// The memory operands of a unit instruction, for race detection.
+    fn touches(&self, env: &Env<'_>, c: usize, cmd: &Cmd) -> Vec<crate::race::Touch> {
+        use crate::race::Touch;
+        use isa::Access;
+        let a = cmd.a;
+        let rows = |start: u64, row: u64, stride: u64, n: u64| {
+            Access::vmem_rows(start, row, stride.max(row), n)
+        };
+        let mut t = Vec::new();
+        match cmd.inst {
+            Inst::DmaCopy { dst, src, desc, .. } => {
+                let d = &env.prog.program.dma[desc as usize];
+                if let Some(v) = crate::race::dma_side(src.space, a[1], d, true) {
+                    t.extend(v.into_iter().map(|acc| Touch { acc, write: false }));
+                }
+                if let Some(v) = crate::race::dma_side(dst.space, a[0], d, false) {
+                    t.extend(v.into_iter().map(|acc| Touch { acc, write: true }));
+                }
+            }
+            Inst::MxuLdw {
+                k, n, stride, mode, ..
+            } => t.push(Touch {
+                acc: rows(a[0], n as u64 * mode.bytes(), stride as u64, k as u64),
+                write: false,
+            }),
+            Inst::MxuMatmul {
+                m, k, stride, mode, ..
+            } => t.push(Touch {
+                acc: rows(a[0], k as u64 * mode.bytes(), stride as u64, m as u64),
+                write: false,
+            }),
+            Inst::MxuSt { m, n, stride, .. } => t.push(Touch {
+                acc: rows(a[0], 4 * n as u64, stride as u64, m as u64),
+                write: true,
+            }),
+            Inst::Infeed { dst, len, .. } => t.push(Touch {
+                acc: Access {
+                    space: dst.space,
+                    ..Access::vmem(a[0], len as u64)
+                },
+                write: true,
+            }),
+            Inst::Outfeed { src, len, .. } => t.push(Touch {
+                acc: Access {
+                    space: src.space,
+                    ..Access::vmem(a[0], len as u64)
+                },
+                write: false,
+            }),
+            Inst::IciSend { .. } | Inst::IciRecv { .. } => {}
+            _ => {
+                let sh = crate::vpu::shape(cmd, env.p.vmem_bytes);
+                let gather = matches!(cmd.inst, Inst::VGather { .. });
+                if sh.dst.1 > sh.dst.0 {
+                    t.push(Touch {
+                        acc: Access::vmem(sh.dst.0, sh.dst.1 - sh.dst.0),
+                        write: true,
+                    });
+                }
+                for (i, s) in sh.srcs.iter().enumerate() {
+                    if s.1 <= s.0 {
+                        continue;
+                    }
+                    if gather && i == 0 {
+                        // The gathered source: the bytes the index table names (functional
+                        // runs read it; timing-only runs cannot, and do not check it).
+                        if let Inst::VGather { n, t: ty, .. } = cmd.inst {
+                            if env.functional {
+                                let mut hi = 0u64;
+                                let vm = &self.cores[c].vmem;
+                                for j in 0..n as u64 {
+                                    let mut b = [0u8; 4];
+                                    if vm.read(a[2] + 4 * j, &mut b).is_ok() {
+                                        hi = hi.max(u32::from_le_bytes(b) as u64);
+                                    }
+                                }
+                                if n > 0 {
+                                    t.push(Touch {
+                                        acc: Access::vmem(a[1], (hi + 1) * ty.bytes()),
+                                        write: false,
+                                    });
+                                }
+                            }
+                        }
+                        continue;
+                    }
+                    t.push(Touch {
+                        acc: Access::vmem(s.0, s.1 - s.0),
+                        write: false,
+                    });
+                }
+            }
+        }
+        t
     }
 
     #[allow(clippy::too_many_arguments)]

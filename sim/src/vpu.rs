@@ -130,22 +130,22 @@ fn un_op(inst: &Inst) -> Option<(UnOp, u32, DType)> {
 }
 
 /// Byte ranges and sizes of a VPU op.
-struct Shape {
+pub(crate) struct Shape {
     /// Elements (for the element rate).
     elems: u64,
     /// Type that sets the element rate (64-bit types are slower).
     cost_t: DType,
     /// Destination bytes.
-    dst: (u64, u64),
+    pub(crate) dst: (u64, u64),
     /// Source byte ranges (`(0, 0)` unused; gather's table: all of VMEM).
-    srcs: [(u64, u64); 3],
+    pub(crate) srcs: [(u64, u64); 3],
     /// Bytes read and written.
     bytes: u64,
     /// Float arithmetic ops.
     flops: u64,
 }
 
-fn shape(cmd: &Cmd, vmem_cap: u64) -> Shape {
+pub(crate) fn shape(cmd: &Cmd, vmem_cap: u64) -> Shape {
     let a = cmd.a;
     let r = |i: usize, len: u64| (a[i], a[i].saturating_add(len));
     let inst = &cmd.inst;
