@@ -120,7 +120,7 @@ impl<'m> Printer<'m> {
         if is_entry {
             self.out.push_str("ENTRY ");
         }
-        self.out.push_str(&comp.name);
+        push_name(&mut self.out, &comp.name);
         self.out.push_str(" {\n");
         for (h, inst) in comp.insts.iter() {
             self.out.push_str("  ");
@@ -134,7 +134,7 @@ impl<'m> Printer<'m> {
         if is_root {
             self.out.push_str("ROOT ");
         }
-        self.out.push_str(&inst.name);
+        push_name(&mut self.out, &inst.name);
         self.out.push_str(" = ");
         self.shape(&inst.shape);
         self.out.push(' ');
@@ -398,7 +398,7 @@ impl<'m> Printer<'m> {
     }
     pub fn comp(&mut self, id: CompId) {
         match self.module.and_then(|m| m.comps.get(id)) {
-            Some(c) => self.out.push_str(&c.name),
+            Some(c) => push_name(&mut self.out, &c.name),
             None => {
                 let _ = write!(self.out, "<invalid computation {}>", id.index());
             }
@@ -416,7 +416,7 @@ impl<'m> Printer<'m> {
     }
     pub fn inst_name(&mut self, id: InstId) {
         match self.comp.and_then(|c| c.insts.get(id)) {
-            Some(i) => self.out.push_str(&i.name),
+            Some(i) => push_name(&mut self.out, &i.name),
             None => {
                 let _ = write!(self.out, "<invalid instruction {}>", id.index());
             }
@@ -541,4 +541,17 @@ impl<'m> Printer<'m> {
 
 fn push_int(o: &mut String, v: impl fmt::Display) {
     let _ = write!(o, "{v}");
+}
+
+/// A computation or instruction name: bare when it starts like an identifier, else with the
+/// `%` prefix the parser needs to read it back (names such as `.4` or `4x` that only `%` allows).
+fn push_name(out: &mut String, name: &str) {
+    if !name
+        .as_bytes()
+        .first()
+        .is_some_and(|&b| crate::parse::lexer::is_ident_start(b))
+    {
+        out.push('%');
+    }
+    out.push_str(name);
 }

@@ -74,3 +74,15 @@ fn every_corpus_module_round_trips() {
         failures.join("\n")
     );
 }
+
+/// Regression (found by the mutation fuzzer): a name only `%` allows (`%.4`, `%4x`) must be
+/// printed with its `%` so the printed text parses back.
+#[test]
+fn names_that_need_percent_round_trip() {
+    let text = "HloModule m\n\n%1c {\n  %.p = f32[] parameter(0)\n  ROOT %.4 = f32[] negate(%.p)\n}\n\nENTRY main {\n  a = f32[] parameter(0)\n  ROOT %9r = f32[] call(a), to_apply=%1c\n}\n";
+    let m = hlo::parse(text).unwrap_or_else(|e| panic!("{}", e.render("t", text)));
+    let p = hlo::print(&m);
+    let m2 = hlo::parse(&p).unwrap_or_else(|e| panic!("{}\n{p}", e.render("printed", &p)));
+    assert_eq!(m, m2);
+    assert_eq!(hlo::print(&m2), p);
+}
