@@ -106,6 +106,28 @@ pub(crate) fn random_literal(shape: &Shape, g: &mut SplitMix) -> anyhow::Result<
     })
 }
 
+/// Reads a case (`case.json`, or a case folder holding one) for a module, within the memory
+/// budget; errors name the file (FILE:LINE:COL for text that is not JSON).
+pub(crate) fn load_case_file(
+    p: &Path,
+    module_text: &str,
+) -> anyhow::Result<(PathBuf, hlo::case::Case)> {
+    let file = if p.is_dir() {
+        p.join("case.json")
+    } else {
+        p.to_path_buf()
+    };
+    let text = read_source(&file)?;
+    let case =
+        parse_case_in(&text, module_text.to_string(), &crate::bounded::budget()).map_err(|e| {
+            match e {
+                hlo::case::CaseError::Syntax { .. } => UserError(format!("{}:{e}", file.display())),
+                e => UserError(format!("{}: error: {e}", file.display())),
+            }
+        })?;
+    Ok((file, case))
+}
+
 /// Per-replica inputs: from a case file/folder, or random.
 fn replica_inputs(
     a: &EvalArgs,
@@ -113,18 +135,7 @@ fn replica_inputs(
     module_text: &str,
 ) -> anyhow::Result<Vec<ReplicaInput>> {
     if let Some(p) = &a.inputs {
-        let file = if p.is_dir() {
-            p.join("case.json")
-        } else {
-            p.clone()
-        };
-        let text = read_source(&file)?;
-        let case = parse_case_in(&text, module_text.to_string(), &crate::bounded::budget())
-            .map_err(|e| match e {
-                // FILE:LINE:COL for text that is not JSON.
-                hlo::case::CaseError::Syntax { .. } => UserError(format!("{}:{e}", file.display())),
-                e => UserError(format!("{}: error: {e}", file.display())),
-            })?;
+        let (file, case) = load_case_file(p, module_text)?;
         let n = a.replicas.unwrap_or(case.replicas.max(1));
         check_replicas(n, &file)?;
         if case.inputs.len() < n {

@@ -10,11 +10,11 @@
 //! ("not supported on chip yet: ... at FILE:LINE:COL").
 
 use crate::cmd_eval::{random_literal, SplitMix};
-use crate::cmd_hlo::{load_verified, read_source};
+use crate::cmd_hlo::load_verified;
 use crate::{Outcome, UserError};
 use clap::Args;
 use compiler::{CompileOptions, Compiled};
-use hlo::case::{check_value, parse_case, Check, Tolerance};
+use hlo::case::{check_value, Check, Tolerance};
 use hlo::Literal;
 use sim::trace::{TraceEvent, TraceSink};
 use sim::{SimError, SimOptions, System};
@@ -205,14 +205,7 @@ fn inputs_for(
     src: &str,
 ) -> anyhow::Result<(Vec<Literal>, Option<Expected>)> {
     if let Some(p) = &a.inputs {
-        let file = if p.is_dir() {
-            p.join("case.json")
-        } else {
-            p.clone()
-        };
-        let text = read_source(&file)?;
-        let case = parse_case(&text, src.to_string())
-            .map_err(|e| user(format!("{}: {e}", file.display())))?;
+        let (file, case) = crate::cmd_eval::load_case_file(p, src)?;
         let args = case
             .inputs
             .first()

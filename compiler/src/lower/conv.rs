@@ -19,16 +19,6 @@ use hlo::{ElementType, Precision};
 use hlo::{InstId, Opcode, WindowDim};
 use isa::{Inst, SReg};
 
-fn advance(idx: &mut [usize], dims: &[usize]) {
-    for d in (0..idx.len()).rev() {
-        idx[d] += 1;
-        if idx[d] < dims[d] {
-            return;
-        }
-        idx[d] = 0;
-    }
-}
-
 /// Lowers `convolution`; `None` if `h` is not one.
 pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let inst = &l.comp().insts[h];
@@ -164,9 +154,9 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 };
             }
             offsets.push(off);
-            advance(&mut kpos, &k_sp);
+            hlo::eval::util::next_index(&mut kpos, &k_sp);
         }
-        advance(&mut ypos, &out_sp);
+        hlo::eval::util::next_index(&mut ypos, &out_sp);
     }
     let kernel_tap: Vec<usize> = {
         let mut v = Vec::with_capacity(nwin);
@@ -177,7 +167,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 flat = flat * ks + if w.reversal { ks - 1 - kp } else { kp };
             }
             v.push(flat);
-            advance(&mut kpos, &k_sp);
+            hlo::eval::util::next_index(&mut kpos, &k_sp);
         }
         v
     };

@@ -30,13 +30,7 @@ fn for_each_index(dims: &[usize], mut f: impl FnMut(&[usize], usize)) {
     let mut idx = vec![0usize; dims.len()];
     for flat in 0..n {
         f(&idx, flat);
-        for d in (0..dims.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < dims[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
+        hlo::eval::util::next_index(&mut idx, dims);
     }
 }
 

@@ -240,9 +240,9 @@ pub fn lower_window(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 };
             }
             table.push(off.unwrap_or(numel) as u32);
-            bump(&mut wi, &wdims);
+            hlo::eval::util::next_index(&mut wi, &wdims);
         }
-        bump(&mut oi, &dims);
+        hlo::eval::util::next_index(&mut oi, &dims);
     }
     let windows = l.tmp(ty, vec![outs, wn])?;
     l.gather_table(&windows, &comb, &table)?;
@@ -277,14 +277,4 @@ pub fn lower_window(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let out_flat = out.with_dims(vec![outs]);
     l.binop(op, &out_flat, &red, &init_rows)?;
     Ok(Some(Val::Array(out)))
-}
-
-fn bump(idx: &mut [usize], dims: &[usize]) {
-    for d in (0..idx.len()).rev() {
-        idx[d] += 1;
-        if idx[d] < dims[d] {
-            return;
-        }
-        idx[d] = 0;
-    }
 }
