@@ -240,9 +240,9 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 &part,
                 attrs.operand_precision.as_deref(),
             )?;
-            l.dma_rows(
-                canon.addr + o0 as u64 * w,
-                part.addr,
+            l.dma_strided(
+                (isa::Space::Vmem, canon.addr + o0 as u64 * w),
+                (isa::Space::Vmem, part.addr),
                 nn as u64 * w,
                 rows as u64,
                 nn as u64 * w,
@@ -332,7 +332,14 @@ fn direct(
                 + (((b * hp + g.win[0].pad_lo as usize) * wp + g.win[1].pad_lo as usize) * c)
                     as u64
                     * es;
-            l.dma_rows(dst, src, row, h_in as u64, row, (wp * c) as u64 * es);
+            l.dma_strided(
+                (isa::Space::Vmem, dst),
+                (isa::Space::Vmem, src),
+                row,
+                h_in as u64,
+                row,
+                (wp * c) as u64 * es,
+            );
         }
         p
     };

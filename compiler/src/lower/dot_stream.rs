@@ -20,7 +20,7 @@ use super::emit::{Access, Queue};
 use super::Lowerer;
 use crate::error::CResult;
 use arch::MxuDtype;
-use isa::{DmaDesc, DmaDim, Inst, Space};
+use isa::{Inst, Space};
 
 /// Where a streamed dot's operands and result live, and its shape.
 #[derive(Clone, Debug)]
@@ -241,6 +241,7 @@ impl StreamDot {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn strided_dma(
         l: &mut Lowerer<'_>,
         dst: (Space, u64),
@@ -250,38 +251,13 @@ impl StreamDot {
         src_stride: usize,
         dst_stride: usize,
     ) {
-        let desc = l.e.b.dma_desc(DmaDesc {
-            len: len as u32,
-            dims: if rows > 1 {
-                vec![DmaDim {
-                    count: rows as u32,
-                    src_stride: src_stride as i64,
-                    dst_stride: dst_stride as i64,
-                }]
-            } else {
-                vec![]
-            },
-        });
-        let d = l.e.memref(dst.0, dst.1);
-        let s = l.e.memref(src.0, src.1);
-        let acc = |sp: Space, a: u64, st: usize| Access {
-            space: sp,
-            start: a,
-            row_bytes: len as u64,
-            stride: st.max(len) as u64,
-            rows: rows as u64,
-        };
-        l.e.unit(
-            Inst::DmaCopy {
-                dst: d,
-                src: s,
-                desc,
-                wait: None,
-                signal: None,
-            },
-            Queue::Dma,
-            &[acc(src.0, src.1, src_stride)],
-            &[acc(dst.0, dst.1, dst_stride)],
+        l.dma_strided(
+            dst,
+            src,
+            len as u64,
+            rows as u64,
+            src_stride as u64,
+            dst_stride as u64,
         );
     }
 

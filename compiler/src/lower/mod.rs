@@ -606,31 +606,59 @@ impl<'a> Lowerer<'a> {
         let mut done = 0;
         while done < bytes {
             let n = chunk.min(bytes - done);
-            let desc = self.e.b.dma_desc(DmaDesc {
-                len: n as u32,
-                dims: vec![],
-            });
-            let d = self.e.memref(dst.0, dst.1 + done);
-            let s = self.e.memref(src.0, src.1 + done);
-            let acc = |sp: Space, a: u64| Access {
-                space: sp,
-                ..Access::vmem(a, n)
-            };
-            self.e.unit(
-                Inst::DmaCopy {
-                    dst: d,
-                    src: s,
-                    desc,
-                    wait: None,
-                    signal: None,
-                },
-                Queue::Dma,
-                &[acc(src.0, src.1 + done)],
-                &[acc(dst.0, dst.1 + done)],
-            );
+            self.dma_strided((dst.0, dst.1 + done), (src.0, src.1 + done), n, 1, n, n);
             done += n;
         }
         Ok(())
+    }
+
+    /// One `dma.copy` of `rows` runs of `len` bytes, `src_stride` / `dst_stride` apart.
+    pub(crate) fn dma_strided(
+        &mut self,
+        dst: (Space, u64),
+        src: (Space, u64),
+        len: u64,
+        rows: u64,
+        src_stride: u64,
+        dst_stride: u64,
+    ) {
+        if len == 0 || rows == 0 {
+            return;
+        }
+        let dims = if rows > 1 {
+            vec![isa::DmaDim {
+                count: rows as u32,
+                src_stride: src_stride as i64,
+                dst_stride: dst_stride as i64,
+            }]
+        } else {
+            vec![]
+        };
+        let desc = self.e.b.dma_desc(DmaDesc {
+            len: len as u32,
+            dims,
+        });
+        let d = self.e.memref(dst.0, dst.1);
+        let s = self.e.memref(src.0, src.1);
+        let acc = |space: Space, start: u64, stride: u64| Access {
+            space,
+            start,
+            row_bytes: len,
+            stride: stride.max(len),
+            rows,
+        };
+        self.e.unit(
+            Inst::DmaCopy {
+                dst: d,
+                src: s,
+                desc,
+                wait: None,
+                signal: None,
+            },
+            Queue::Dma,
+            &[acc(src.0, src.1, src_stride)],
+            &[acc(dst.0, dst.1, dst_stride)],
+        );
     }
 
     fn load_input(&mut self, p: InstId, shape: &hlo::Shape, name: &str) -> CResult<(Place, Val)> {

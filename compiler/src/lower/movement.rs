@@ -13,7 +13,6 @@ use crate::error::CResult;
 use hlo::{InstId, Opcode};
 use isa::Inst;
 use isa::Space;
-use isa::{DmaDesc, DmaDim};
 
 /// Row-major strides of `dims` (in elements).
 pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
@@ -191,48 +190,6 @@ impl Lowerer<'_> {
         }
         Ok(())
     }
-
-    /// A strided copy within VMEM: `outer` chunks of `len` bytes.
-    pub(crate) fn dma_rows(
-        &mut self,
-        dst: u64,
-        src: u64,
-        len: u64,
-        outer: u64,
-        src_stride: u64,
-        dst_stride: u64,
-    ) {
-        if len == 0 || outer == 0 {
-            return;
-        }
-        let dims = if outer > 1 {
-            vec![DmaDim {
-                count: outer as u32,
-                src_stride: src_stride as i64,
-                dst_stride: dst_stride as i64,
-            }]
-        } else {
-            vec![]
-        };
-        let desc = self.e.b.dma_desc(DmaDesc {
-            len: len as u32,
-            dims,
-        });
-        let d = self.e.memref(Space::Vmem, dst);
-        let s = self.e.memref(Space::Vmem, src);
-        self.e.unit(
-            Inst::DmaCopy {
-                dst: d,
-                src: s,
-                desc,
-                wait: None,
-                signal: None,
-            },
-            Queue::Dma,
-            &[Access::vmem_rows(src, len, src_stride.max(len), outer)],
-            &[Access::vmem_rows(dst, len, dst_stride.max(len), outer)],
-        );
-    }
 }
 
 /// Lowers data-movement instructions; `None` if `h` is not one.
@@ -360,7 +317,14 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 if row >= 1 << 32 || outer >= 1 << 32 {
                     return Err(l.unsupported("concatenate of pieces of 4 GiB or more"));
                 }
-                l.dma_rows(out.addr + at, b.addr, row, outer, row, out_row);
+                l.dma_strided(
+                    (Space::Vmem, out.addr + at),
+                    (Space::Vmem, b.addr),
+                    row,
+                    outer,
+                    row,
+                    out_row,
+                );
                 at += row;
             }
         }
