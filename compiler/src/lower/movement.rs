@@ -33,7 +33,31 @@ fn for_each_index(dims: &[usize], mut f: impl FnMut(&[usize], usize)) {
     }
 }
 
+/// An attribute's dimension numbers as indices.
+fn dims_of(d: &Option<Vec<i64>>) -> Vec<usize> {
+    d.as_deref()
+        .unwrap_or_default()
+        .iter()
+        .map(|&x| x as usize)
+        .collect()
+}
+
 impl Lowerer<'_> {
+    /// `dst[idx] = src[offset(idx, row-major strides of src)]` for every index of `dst`, with a
+    /// compile-time index table and `vpu.gather`.
+    fn gather_by(
+        &mut self,
+        dst: &Buf,
+        src: &Buf,
+        offset: impl Fn(&[usize], &[usize]) -> usize,
+    ) -> CResult<()> {
+        self.check_table(dst.elems())?;
+        let ss = strides(&src.dims);
+        let mut table = Vec::with_capacity(dst.elems() as usize);
+        for_each_index(&dst.dims, |idx, _| table.push(offset(idx, &ss) as u32));
+        self.gather_table(dst, src, &table)
+    }
+
     /// `dst[i] = src[table[i]]` with `vpu.gather`.
     pub(crate) fn gather_table(&mut self, dst: &Buf, src: &Buf, table: &[u32]) -> CResult<()> {
         let t = self.vty(dst.ty)?;
@@ -171,17 +195,9 @@ impl Lowerer<'_> {
             _ => {}
         }
         // General: an index table.
-        let ss = strides(&src.dims);
-        let mut table = Vec::with_capacity(dst.elems() as usize);
-        self.check_table(dst.elems())?;
-        for_each_index(&dst.dims, |idx, _| {
-            let mut off = 0;
-            for (i, &p) in perm.iter().enumerate() {
-                off += idx[i] * ss[p];
-            }
-            table.push(off as u32);
-        });
-        self.gather_table(dst, src, &table)
+        self.gather_by(dst, src, |idx, ss| {
+            perm.iter().enumerate().map(|(i, &p)| idx[i] * ss[p]).sum()
+        })
     }
 
     fn check_table(&self, n: u64) -> CResult<()> {
@@ -214,12 +230,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let out = l.new_buf(h, ty, dims.clone())?;
     match op {
         Opcode::Broadcast => {
-            let bd: Vec<usize> = attrs
-                .dimensions
-                .unwrap_or_default()
-                .iter()
-                .map(|&d| d as usize)
-                .collect();
+            let bd = dims_of(&attrs.dimensions);
             let r = dims.len();
             let k = bd.len();
             let increasing = bd.windows(2).all(|w| w[0] < w[1]);
@@ -244,61 +255,33 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 }
                 l.permute_into(&out, &tmp, &from)?;
             } else {
-                let ss = strides(&src.dims);
-                let mut table = Vec::new();
-                l.check_table(out.elems())?;
-                for_each_index(&dims, |idx, _| {
-                    let off: usize = bd.iter().enumerate().map(|(i, &d)| idx[d] * ss[i]).sum();
-                    table.push(off as u32);
-                });
-                l.gather_table(&out, &src, &table)?;
+                l.gather_by(&out, &src, |idx, ss| {
+                    bd.iter().enumerate().map(|(i, &d)| idx[d] * ss[i]).sum()
+                })?;
             }
         }
         Opcode::Transpose => {
-            let perm: Vec<usize> = attrs
-                .dimensions
-                .unwrap_or_default()
-                .iter()
-                .map(|&d| d as usize)
-                .collect();
-            l.permute_into(&out, &src, &perm)?;
+            l.permute_into(&out, &src, &dims_of(&attrs.dimensions))?;
         }
         Opcode::Slice => {
             let sl = attrs.slice.unwrap_or_default();
-            let ss = strides(&src.dims);
-            let mut table = Vec::new();
-            l.check_table(out.elems())?;
-            for_each_index(&dims, |idx, _| {
-                let off: usize = idx
-                    .iter()
+            l.gather_by(&out, &src, |idx, ss| {
+                idx.iter()
                     .enumerate()
                     .map(|(d, &i)| {
                         (sl[d].start as usize + i * sl[d].stride.max(1) as usize) * ss[d]
                     })
-                    .sum();
-                table.push(off as u32);
-            });
-            l.gather_table(&out, &src, &table)?;
+                    .sum()
+            })?;
         }
         Opcode::Reverse => {
-            let rd: Vec<usize> = attrs
-                .dimensions
-                .unwrap_or_default()
-                .iter()
-                .map(|&d| d as usize)
-                .collect();
-            let ss = strides(&src.dims);
-            let mut table = Vec::new();
-            l.check_table(out.elems())?;
-            for_each_index(&dims, |idx, _| {
-                let off: usize = idx
-                    .iter()
+            let rd = dims_of(&attrs.dimensions);
+            l.gather_by(&out, &src, |idx, ss| {
+                idx.iter()
                     .enumerate()
                     .map(|(d, &i)| if rd.contains(&d) { dims[d] - 1 - i } else { i } * ss[d])
-                    .sum();
-                table.push(off as u32);
-            });
-            l.gather_table(&out, &src, &table)?;
+                    .sum()
+            })?;
         }
         Opcode::Concatenate => {
             let d = attrs
