@@ -320,16 +320,17 @@ impl Chip {
                         // The gathered source: the bytes the index table names (functional
                         // runs read it; timing-only runs cannot, and do not check it).
                         if let Inst::VGather { n, t: ty, .. } = cmd.inst {
-                            if env.functional {
-                                let mut hi = 0u64;
-                                let vm = &self.cores[c].vmem;
-                                for j in 0..n as u64 {
-                                    let mut b = [0u8; 4];
-                                    if vm.read(a[2] + 4 * j, &mut b).is_ok() {
-                                        hi = hi.max(u32::from_le_bytes(b) as u64);
-                                    }
-                                }
-                                if n > 0 {
+                            if env.functional && n > 0 {
+                                // One read of the table, not one per element.
+                                let table = self.cores[c]
+                                    .vmem
+                                    .read_vec(a[2], 4 * n as u64)
+                                    .unwrap_or_default();
+                                let hi = table
+                                    .chunks_exact(4)
+                                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64)
+                                    .max();
+                                if let Some(hi) = hi {
                                     t.push(Touch {
                                         acc: Access::vmem(a[1], (hi + 1) * ty.bytes()),
                                         write: false,

@@ -367,7 +367,8 @@ pub(crate) fn emit_job_list(l: &mut Lowerer<'_>, jobs: &[Job], mode: MxuDtype) {
     }
 }
 
-fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw: usize) {
+/// Emits one MXU instruction of MXU `q` with its memory operands (resolved now).
+pub(crate) fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw: usize) {
     let mxu = q as u32;
     match *op {
         MxuOp::Ldw { addr, k, n, stride } => {

@@ -16,11 +16,11 @@
 //! strided DMA, emitted two steps into the next tile so the sequencer never waits on a store
 //! while the MXUs have nothing queued; accumulator halves alternate between tiles.
 
-use super::emit::{Access, Queue};
+use super::dot::{emit_op, MxuOp};
 use super::Lowerer;
 use crate::error::CResult;
 use arch::MxuDtype;
-use isa::{Inst, Space};
+use isa::Space;
 
 /// Where a streamed dot's operands and result live, and its shape.
 #[derive(Clone, Debug)]
@@ -138,91 +138,44 @@ impl StreamDot {
             if let Some(&(t2, s2)) = steps.get(g + 1) {
                 self.load(l, &bufs, (g + 1) % 3, mine[t2], s2, (mc, nc, kb));
             }
-            let (b0, m0, n0) = mine[t];
+            let (_, m0, n0) = mine[t];
             let mm = mc.min(m - m0);
             let ncur = nc.min(n - n0);
             let kk = kb.min(k - s * kb);
             let base = (t as u64 % 2) * half;
             let slot = g % 3;
-            let _ = b0;
             for q in 0..ncur.div_ceil(cols) {
                 let nq = cols.min(ncur - q * cols);
-                let waddr = bufs.b[slot] + (q * cols * iw) as u64;
-                let src = l.e.vaddr(waddr);
-                l.e.unit(
-                    Inst::MxuLdw {
-                        src,
-                        mxu: q as u32,
-                        k: kk as u32,
-                        n: nq as u32,
-                        stride: (nc * iw) as u32,
-                        mode: self.mode,
-                        wait: None,
-                        signal: None,
-                    },
-                    Queue::Mxu(q as u8),
-                    &[Access::vmem_rows(
-                        waddr,
-                        (nq * iw) as u64,
-                        (nc * iw) as u64,
-                        kk as u64,
-                    )],
-                    &[],
-                );
-                let src = l.e.vaddr(bufs.a[slot]);
-                let acc = l.e.accaddr(base);
-                l.e.unit(
-                    Inst::MxuMatmul {
-                        src,
-                        acc,
-                        mxu: q as u32,
-                        m: mm as u32,
-                        k: kk as u32,
-                        stride: (kb * iw) as u32,
-                        mode: self.mode,
-                        accumulate: s > 0,
-                        wait: None,
-                        signal: None,
-                    },
-                    Queue::Mxu(q as u8),
-                    &[Access::vmem_rows(
-                        bufs.a[slot],
-                        (kk * iw) as u64,
-                        (kb * iw) as u64,
-                        mm as u64,
-                    )],
-                    &[],
-                );
+                let ldw = MxuOp::Ldw {
+                    addr: bufs.b[slot] + (q * cols * iw) as u64,
+                    k: kk,
+                    n: nq,
+                    stride: nc * iw,
+                };
+                emit_op(l, q as u8, &ldw, self.mode, iw);
+                let matmul = MxuOp::Matmul {
+                    addr: bufs.a[slot],
+                    m: mm,
+                    k: kk,
+                    stride: kb * iw,
+                    base,
+                    accumulate: s > 0,
+                };
+                emit_op(l, q as u8, &matmul, self.mode, iw);
                 l.stats.mxu_macs += (mm * l.arch.mxu.rows as usize * cols) as u64;
             }
             if s + 1 == ksteps {
                 // Accumulators to VMEM now (same MXU queues: in order after the matmuls).
                 let cbuf = bufs.c[t % 2];
                 for q in 0..ncur.div_ceil(cols) {
-                    let nq = cols.min(ncur - q * cols);
-                    let daddr = cbuf + (q * cols * 4) as u64;
-                    let dst = l.e.vaddr(daddr);
-                    let acc = l.e.accaddr(base);
-                    l.e.unit(
-                        Inst::MxuSt {
-                            dst,
-                            acc,
-                            mxu: q as u32,
-                            m: mm as u32,
-                            n: nq as u32,
-                            stride: (nc * 4) as u32,
-                            wait: None,
-                            signal: None,
-                        },
-                        Queue::Mxu(q as u8),
-                        &[],
-                        &[Access::vmem_rows(
-                            daddr,
-                            (nq * 4) as u64,
-                            (nc * 4) as u64,
-                            mm as u64,
-                        )],
-                    );
+                    let st = MxuOp::St {
+                        addr: cbuf + (q * cols * 4) as u64,
+                        m: mm,
+                        n: cols.min(ncur - q * cols),
+                        stride: nc * 4,
+                        base,
+                    };
+                    emit_op(l, q as u8, &st, self.mode, iw);
                 }
                 pending_out.push((t, DEFER));
             }
