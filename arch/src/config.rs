@@ -275,7 +275,7 @@ impl Topology {
     }
 }
 
-/// Inter-chip interconnect. Simulated in a later issue; described here now.
+/// Inter-chip interconnect (simulated by `sim::ici`; model in docs/ici.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IciConfig {
@@ -289,6 +289,10 @@ pub struct IciConfig {
     pub gbps_per_link: f64,
     /// Latency per hop, ns.
     pub hop_latency_ns: f64,
+    /// Wrap-around links per dimension (a torus dimension without them is a line); empty means
+    /// every dimension wraps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wrap: Vec<bool>,
 }
 
 impl IciConfig {

@@ -189,6 +189,15 @@ impl ArchConfig {
             i.dims.iter().all(|&d| d >= 1),
             "ici.dims entries must be >= 1".into(),
         );
+        need(
+            i.wrap.is_empty() || i.wrap.len() == nd,
+            format!(
+                "ici.wrap must be empty (every dimension wraps) or have {nd} entries for \
+                 topology {:?}, got {}",
+                i.topology,
+                i.wrap.len()
+            ),
+        );
         if i.chips() > 1 {
             need(
                 i.links_per_chip as usize >= 2 * nd,

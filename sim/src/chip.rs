@@ -124,6 +124,10 @@ pub struct Chip {
     pub races: Option<crate::race::RaceTracker>,
     /// The race id the next DMA transfer records.
     pub next_dma_race_id: u64,
+    /// ICI instructions posted since the System last drained them (`true`: a send).
+    pub ici_out: Vec<(bool, crate::ici::Post)>,
+    /// Posted ICI instructions not yet complete: (core, posting cycle).
+    pub ici_live: Vec<(u16, Cycle)>,
 }
 
 /// One MXU operation as the simulator executed it: the stream a compiled program feeds an
@@ -210,6 +214,8 @@ impl Chip {
             mxu_log: None,
             races: Some(crate::race::RaceTracker::default()),
             next_dma_race_id: 0,
+            ici_out: Vec::new(),
+            ici_live: Vec::new(),
         }
     }
 
@@ -272,6 +278,12 @@ impl Chip {
                 ),
             });
         }
+        // The ICI queue comes after the MXUs (unit index MXU0 + mxus).
+        units.push(UnitQ::new(
+            stats,
+            &format!("{pre}.ici"),
+            format!("core{c}.ici"),
+        ));
         let vp = format!("{pre}.vpu");
         let dp = format!("{pre}.dma");
         Core {

@@ -1,7 +1,7 @@
 //! Per-core state: registers, semaphores, the sequencer's state, and one in-order queue per unit.
 //!
 //! Unit indices within a core are fixed: [`DMA`], [`VPU`], [`INFEED`], [`OUTFEED`], then MXU `i`
-//! at `MXU0 + i`. Invariants: a queue never holds more than `queue_depth` commands; `outstanding`
+//! at `MXU0 + i`, then the ICI queue at `MXU0 + mxus`. Invariants: a queue never holds more than `queue_depth` commands; `outstanding`
 //! counts dispatched unit instructions that have not completed; a unit's `front_free` is the
 //! earliest cycle its front end may start the next command (in-order start).
 
@@ -22,7 +22,8 @@ pub const VPU: usize = 1;
 pub const INFEED: usize = 2;
 /// Unit index of the outfeed queue.
 pub const OUTFEED: usize = 3;
-/// Unit index of MXU 0.
+/// Unit index of MXU 0 (MXU `i` is `MXU0 + i`; the ICI queue follows the last MXU, at
+/// `MXU0 + mxus`).
 pub const MXU0: usize = 4;
 
 /// Stall reason indices of unit timelines (see [`UNIT_REASONS`]).

@@ -18,6 +18,7 @@ pub mod elem;
 pub mod engine;
 pub mod error;
 mod host;
+pub mod ici;
 pub mod link;
 pub mod memory;
 pub mod mxu;

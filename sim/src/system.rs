@@ -73,12 +73,13 @@ pub struct System {
     stats: Stats,
     trace: Option<Box<dyn TraceSink>>,
     ran: bool,
+    fabric: crate::ici::Fabric,
 }
 
 impl System {
     /// A system of `replicas` chips of architecture `arch`, each running `program` on every core
-    /// (chip `i` has replica id `i`). Chips run concurrently in one merged event order; they do
-    /// not talk to each other yet (`ici.*` instructions are reported as not supported).
+    /// (chip `i` has replica id `i`, at the coordinates `sim::ici::Topo` gives it). Chips run
+    /// concurrently in one merged event order and talk over the ICI fabric (`ici.send`/`ici.recv`).
     pub fn new(
         arch: &ArchConfig,
         program: Program,
@@ -141,6 +142,7 @@ impl System {
             stats,
             trace: None,
             ran: false,
+            fabric: crate::ici::Fabric::new(arch),
         })
     }
 
@@ -271,7 +273,8 @@ impl System {
         let mut last = Cycle::ZERO;
         let mut at_last = 0u64;
         let result = loop {
-            // The chip whose next event comes first (ties: lower chip index).
+            // The chip whose next event comes first (ties: lower chip index); the fabric goes
+            // first on ties.
             let mut best: Option<(crate::engine::EventKey, usize)> = None;
             for (i, ch) in self.chips.iter().enumerate() {
                 if let Some(k) = ch.q.peek_key() {
@@ -280,8 +283,17 @@ impl System {
                     }
                 }
             }
-            let Some((_, i)) = best else { break Ok(()) };
-            let (now, ev) = self.chips[i].q.pop().expect("peeked");
+            let fab = self.fabric.peek_key();
+            let fabric_first = match (fab, best) {
+                (Some(f), Some((bk, _))) => (f.time, f.prio) <= (bk.time, bk.prio),
+                (Some(_), None) => true,
+                _ => false,
+            };
+            let now = match (fabric_first, fab, best) {
+                (true, Some(f), _) => f.time,
+                (false, _, Some((bk, _))) => bk.time,
+                _ => break Ok(()),
+            };
             if now.get() > self.opts.max_cycles {
                 break Err(SimError::Timeout(self.stop_report(
                     last,
@@ -308,6 +320,22 @@ impl System {
             }
             last = now;
             events += 1;
+            if fabric_first {
+                let Some((t, a)) = self.fabric.step(env.stats) else {
+                    continue;
+                };
+                let (sc, rc) = (a.send.chip as usize, a.recv.chip as usize);
+                let r = self.chips[rc]
+                    .ici_deliver(&env, &a.recv, &a.send.data)
+                    .and_then(|()| self.chips[sc].ici_complete(&mut env, t, &a.send))
+                    .and_then(|()| self.chips[rc].ici_complete(&mut env, t, &a.recv));
+                if let Err(e) = r {
+                    break Err(e);
+                }
+                continue;
+            }
+            let i = best.expect("a chip event").1;
+            let (now, ev) = self.chips[i].q.pop().expect("peeked");
             if let Err(e) = self.chips[i].handle(&mut env, now, ev) {
                 break Err(match e {
                     // Raised by a unit that saw it cannot finish in time: add where all were.
@@ -315,8 +343,27 @@ impl System {
                     e => e,
                 });
             }
+            let posts = std::mem::take(&mut self.chips[i].ici_out);
+            let mut err = None;
+            for (send, p) in posts {
+                let (chip, core, pc, inst) = (p.chip, p.core as u32, p.pc, p.inst.clone());
+                if let Err(msg) = self.fabric.post(now, send, p, env.stats) {
+                    err = Some(SimError::Exec {
+                        chip,
+                        core,
+                        pc,
+                        inst,
+                        msg,
+                    });
+                    break;
+                }
+            }
+            if let Some(e) = err {
+                break Err(e);
+            }
         };
         self.trace = trace;
+        self.fabric.finish(&mut self.stats);
         result?;
         let all_halted = self.chips.iter().all(|c| c.halted == c.cores.len());
         if !all_halted {
@@ -409,6 +456,7 @@ impl System {
                 }
             }
         }
+        waits.extend(self.fabric.waits());
         DeadlockReport {
             cycle: cycle.get(),
             waits,

@@ -34,9 +34,7 @@ pub fn unit_of(inst: &Inst, p: &Params) -> Result<usize, String> {
             }
             MXU0 + mxu as usize
         }
-        Inst::IciSend { .. } | Inst::IciRecv { .. } => {
-            return Err("not supported yet: ICI transfers (ici.send/ici.recv)".into())
-        }
+        Inst::IciSend { .. } | Inst::IciRecv { .. } => MXU0 + p.mxus,
         _ if inst.unit() == isa::Unit::Vpu => VPU,
         _ => return Err(format!("`{}` is not a unit instruction", inst.mnemonic())),
     })
@@ -58,6 +56,10 @@ pub fn resolve(regs: &[u64; 32], inst: &Inst) -> Result<[u64; 4], String> {
         }
         Inst::Infeed { dst: m, .. } | Inst::Outfeed { src: m, .. } => {
             a[0] = addr(regs, m.base, m.off)?
+        }
+        Inst::IciSend { peer, src: m, .. } | Inst::IciRecv { peer, dst: m, .. } => {
+            a[0] = addr(regs, m.base, m.off)?;
+            a[1] = regs[peer.0 as usize];
         }
         Inst::MxuLdw { src, .. } => a[0] = addr(regs, src.base, src.off as i64)?,
         Inst::MxuMatmul { src: v, acc, .. } | Inst::MxuSt { dst: v, acc, .. } => {
@@ -196,6 +198,9 @@ impl Chip {
                 VPU => self.start_vpu(env, now, c, &cmd)?,
                 INFEED => self.start_infeed(env, now, c, &cmd)?,
                 OUTFEED => self.start_outfeed(env, now, c, &cmd)?,
+                _ if u == MXU0 + env.p.mxus => {
+                    self.start_ici(env, now, c, &cmd, signal.map(|s| s.0), race_id)?
+                }
                 _ => self.start_mxu(env, now, c, u - MXU0, &cmd)?,
             };
             let touches = if self.races.is_some() {
@@ -208,7 +213,7 @@ impl Chip {
                     let live = crate::race::Live {
                         core: c as u32,
                         unit: u,
-                        dma: u == DMA,
+                        dma: u == DMA || u == MXU0 + env.p.mxus,
                         id: race_id,
                         pc: cmd.pc,
                         unit_name: self.cores[c].units[u].name.clone(),
@@ -302,7 +307,15 @@ impl Chip {
                 },
                 write: false,
             }),
-            Inst::IciSend { .. } | Inst::IciRecv { .. } => {}
+            Inst::IciSend { src: m, len, .. } | Inst::IciRecv { dst: m, len, .. } => {
+                t.push(Touch {
+                    acc: Access {
+                        space: m.space,
+                        ..Access::vmem(a[0], len as u64)
+                    },
+                    write: matches!(cmd.inst, Inst::IciRecv { .. }),
+                })
+            }
             _ => {
                 let sh = crate::vpu::shape(cmd, env.p.vmem_bytes);
                 let gather = matches!(cmd.inst, Inst::VGather { .. });
@@ -576,6 +589,132 @@ impl Chip {
             }
             _ => unreachable!("not an MXU instruction"),
         }
+    }
+
+    /// Posts an `ici.send`/`ici.recv` to the fabric (`sim::ici`); the System completes it when
+    /// the transfer arrives. The unit takes the next command the following cycle.
+    fn start_ici(
+        &mut self,
+        env: &mut Env<'_>,
+        now: Cycle,
+        c: usize,
+        cmd: &Cmd,
+        signal: Option<u8>,
+        race_id: u64,
+    ) -> Result<Started, SimError> {
+        let (send, m, len, tag) = match cmd.inst {
+            Inst::IciSend { src, len, tag, .. } => (true, src, len, tag),
+            Inst::IciRecv { dst, len, tag, .. } => (false, dst, len, tag),
+            _ => unreachable!("not an ICI instruction"),
+        };
+        let peer = cmd.a[1];
+        if peer >= env.replicas as u64 {
+            return Err(self.cmd_err(
+                env,
+                c,
+                cmd,
+                format!(
+                    "peer chip {peer} does not exist: the program runs on {} chip(s)",
+                    env.replicas
+                ),
+            ));
+        }
+        let (a, len) = (cmd.a[0], len as u64);
+        self.check_space(env, c, cmd, m.space, a, len)?;
+        let data = if send && env.functional {
+            self.read_space(env, c, cmd, m.space, a, len)?
+        } else {
+            Vec::new()
+        };
+        let u = MXU0 + env.p.mxus;
+        let unit = &mut self.cores[c].units[u];
+        unit.unreported_from = Some(unit.unreported_from.map_or(now, |x| x.min(now)));
+        self.ici_live.push((c as u16, now));
+        self.ici_out.push((
+            send,
+            crate::ici::Post {
+                chip: self.idx,
+                core: c as u16,
+                pc: cmd.pc,
+                inst: cmd.inst.to_string(),
+                peer: peer as u32,
+                tag,
+                len,
+                signal,
+                race_id,
+                space: m.space,
+                addr: a,
+                data,
+                posted: now,
+            },
+        ));
+        Ok(Started {
+            start: now,
+            busy_end: now,
+            done: None,
+            front_free: now + 1,
+        })
+    }
+
+    /// Completes an ICI instruction of core `c` posted at `start` (its transfer arrived).
+    pub(crate) fn ici_complete(
+        &mut self,
+        env: &mut Env<'_>,
+        now: Cycle,
+        post: &crate::ici::Post,
+    ) -> Result<(), SimError> {
+        let c = post.core as usize;
+        let u = MXU0 + env.p.mxus;
+        if let Some(r) = &mut self.races {
+            r.set_done(post.race_id, now.get());
+        }
+        if let Some(i) = self
+            .ici_live
+            .iter()
+            .position(|&(k, s)| k == post.core && s == post.posted)
+        {
+            self.ici_live.swap_remove(i);
+        }
+        let from = self
+            .ici_live
+            .iter()
+            .filter(|&&(k, _)| k == post.core)
+            .map(|&(_, s)| s)
+            .min();
+        let unit = &mut self.cores[c].units[u];
+        unit.unreported_from = from;
+        unit.tl.add(Kind::Busy, post.posted.get(), now.get());
+        let inst = env.prog.code()[post.pc as usize];
+        self.trace(env, c, u, post.pc, &inst, post.posted, now);
+        self.complete(env, now, c, u, post.signal)?;
+        let unit = &mut self.cores[c].units[u];
+        let h = unit.horizon(now);
+        unit.tl.flush_until(env.stats, h);
+        Ok(())
+    }
+
+    /// Writes an arrived transfer's bytes into this (the receiving) chip's memory.
+    pub(crate) fn ici_deliver(
+        &mut self,
+        env: &Env<'_>,
+        recv: &crate::ici::Post,
+        data: &[u8],
+    ) -> Result<(), SimError> {
+        if !env.functional || data.is_empty() {
+            return Ok(());
+        }
+        let c = recv.core as usize;
+        let r = match recv.space {
+            Space::Hbm => self.hbm.write(recv.addr, data),
+            Space::Vmem => self.cores[c].vmem.write(recv.addr, data),
+        };
+        r.map_err(|e| SimError::Exec {
+            chip: self.idx,
+            core: c as u32,
+            pc: recv.pc,
+            inst: recv.inst.clone(),
+            msg: e.to_string(),
+        })
     }
 
     /// Reads `len` bytes of a memory space (functional mode).

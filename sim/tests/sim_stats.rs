@@ -83,7 +83,7 @@ fn busy_stall_idle_add_up_for_every_unit() {
                 .sum();
             assert_eq!(by_reason, stall, "{prefix}: stall reasons");
         }
-        assert_eq!(units, 6, "seq, dma, vpu, infeed, outfeed, mxu0");
+        assert_eq!(units, 7, "seq, dma, vpu, infeed, outfeed, mxu0, ici");
         // Somebody waited on something: the MXU for its weights' DMA, the sequencer for sem2.
         assert!(st.value("chip0.core0.mxu0.stall_cycles.semaphore").unwrap() > 0);
         assert!(st.value("chip0.core0.seq.stall_cycles.semaphore").unwrap() > 0);
