@@ -199,32 +199,40 @@ impl TraceSink for OpSink {
     }
 }
 
+/// Each replica's arguments (one set per replica of the module) and the case's expected
+/// outputs (one per replica), if a case gave them.
 fn inputs_for(
     a: &RunArgs,
     module: &hlo::Module,
     src: &str,
-) -> anyhow::Result<(Vec<Literal>, Option<Expected>)> {
+) -> anyhow::Result<(Vec<Vec<Literal>>, Option<Expected>)> {
+    let replicas = module.replica_count().max(1) as usize;
     if let Some(p) = &a.inputs {
         let (file, case) = crate::cmd_eval::load_case_file(p, src)?;
-        let args = case
-            .inputs
-            .first()
-            .cloned()
-            .ok_or_else(|| user(format!("{}: the case has no inputs", file.display())))?;
-        let expected = case
-            .outputs
-            .first()
-            .cloned()
-            .map(|o| (vec![o], case.check, case.tolerance));
-        return Ok((args, expected));
+        if case.inputs.is_empty() {
+            return Err(user(format!("{}: the case has no inputs", file.display())));
+        }
+        if case.inputs.len() != replicas {
+            return Err(user(format!(
+                "{}: the case has inputs for {} replica(s), the module has replica_count={replicas}",
+                file.display(),
+                case.inputs.len()
+            )));
+        }
+        let expected =
+            (!case.outputs.is_empty()).then(|| (case.outputs.clone(), case.check, case.tolerance));
+        return Ok((case.inputs.clone(), expected));
     }
     let mut g = SplitMix(a.random.unwrap_or(0));
-    let args = module
-        .entry()
-        .program_shape()
-        .params
-        .iter()
-        .map(|s| random_literal(s, &mut g))
+    let shape = module.entry().program_shape();
+    let args = (0..replicas)
+        .map(|_| {
+            shape
+                .params
+                .iter()
+                .map(|s| random_literal(s, &mut g))
+                .collect::<anyhow::Result<Vec<_>>>()
+        })
         .collect::<anyhow::Result<_>>()?;
     Ok((args, None))
 }
@@ -252,41 +260,52 @@ pub struct Execution {
     pub run: sim::RunResult,
     /// The simulator after the run (statistics, memories).
     pub system: System,
-    /// The result read back from HBM (functional runs).
-    pub result: Option<Literal>,
+    /// Every replica's result, in replica order (functional runs).
+    pub results: Vec<Literal>,
     /// Host seconds the simulation took.
     pub wall_seconds: f64,
 }
 
-/// Loads `args` into HBM where the compiler put the parameters, runs the program on one chip
-/// and reads the result back.
+/// Loads each replica's `args` into its chip's HBM where the compiler put the parameters,
+/// runs the program on one chip per replica and reads the results back.
 pub fn execute(
     c: &Compiled,
     arch: &arch::ArchConfig,
-    args: &[Literal],
+    args: &[Vec<Literal>],
     opts: SimOptions,
     trace: Option<Box<dyn TraceSink>>,
     record_mxu: bool,
 ) -> Result<Execution, ExecError> {
-    if args.len() != c.io.params.len() {
+    let replicas = c.module.replica_count().max(1) as usize;
+    if args.len() != replicas {
         return Err(ExecError::User(format!(
-            "{} arguments for {} parameters",
-            args.len(),
-            c.io.params.len()
+            "{} sets of arguments for {replicas} replica(s)",
+            args.len()
         )));
     }
+    for a in args {
+        if a.len() != c.io.params.len() {
+            return Err(ExecError::User(format!(
+                "{} arguments for {} parameters",
+                a.len(),
+                c.io.params.len()
+            )));
+        }
+    }
     let functional = opts.functional;
-    let mut sys = System::new(arch, c.program.clone(), 1, opts)
+    let mut sys = System::new(arch, c.program.clone(), replicas as u32, opts)
         .map_err(|e| ExecError::User(e.to_string()))?;
     if functional {
-        let mut writes = Vec::new();
-        for (place, lit) in c.io.params.iter().zip(args) {
-            compiler::io::literal_bytes(place, lit, &mut writes)
-                .map_err(|e| ExecError::User(format!("argument: {e}")))?;
-        }
-        for (addr, bytes) in writes {
-            sys.write_hbm(0, addr, &bytes)
-                .map_err(|e| ExecError::User(e.to_string()))?;
+        for (chip, args) in args.iter().enumerate() {
+            let mut writes = Vec::new();
+            for (place, lit) in c.io.params.iter().zip(args) {
+                compiler::io::literal_bytes(place, lit, &mut writes)
+                    .map_err(|e| ExecError::User(format!("argument: {e}")))?;
+            }
+            for (addr, bytes) in writes {
+                sys.write_hbm(chip, addr, &bytes)
+                    .map_err(|e| ExecError::User(e.to_string()))?;
+            }
         }
     }
     if let Some(t) = trace {
@@ -304,19 +323,22 @@ pub fn execute(
         Err(e) => return Err(ExecError::User(format!("simulation: {e}"))),
     };
     let wall_seconds = started.elapsed().as_secs_f64();
-    let result = if functional {
-        let hbm = sys.hbm(0).expect("chip 0");
-        Some(
-            compiler::io::read_literal(&c.io.result, &mut |addr, len| hbm.read_vec(addr, len).ok())
+    let mut results = Vec::new();
+    if functional {
+        for chip in 0..replicas {
+            let hbm = sys.hbm(chip).expect("chip");
+            results.push(
+                compiler::io::read_literal(&c.io.result, &mut |addr, len| {
+                    hbm.read_vec(addr, len).ok()
+                })
                 .map_err(|e| ExecError::User(format!("reading the result: {e}")))?,
-        )
-    } else {
-        None
-    };
+            );
+        }
+    }
     Ok(Execution {
         run,
         system: sys,
-        result,
+        results,
         wall_seconds,
     })
 }
@@ -390,12 +412,6 @@ fn conformance_case(
     if let Err(e) = hlo::verify(&module) {
         return ("error", e.render("module.hlo", &case.module_text));
     }
-    if case.replicas > 1 {
-        return (
-            "unsupported",
-            "not supported on chip yet: more than one replica (the pod issue)".into(),
-        );
-    }
     if !case.infeed.iter().all(|q| q.is_empty()) || !case.host_recv.iter().all(|q| q.is_empty()) {
         return (
             "unsupported",
@@ -409,7 +425,11 @@ fn conformance_case(
         }
         Err(e) => return ("error", e.render("module.hlo")),
     };
-    let args = case.inputs.first().cloned().unwrap_or_default();
+    let args: Vec<Vec<Literal>> = if case.inputs.is_empty() {
+        vec![Vec::new(); case.replicas.max(1)]
+    } else {
+        case.inputs.clone()
+    };
     let ex = match execute(
         &c,
         arch,
@@ -424,20 +444,33 @@ fn conformance_case(
         Ok(x) => x,
         Err(ExecError::Check(e)) | Err(ExecError::User(e)) => return ("error", e),
     };
-    let out = ex.result.expect("functional");
-    let Some(expected) = case.outputs.first() else {
-        return ("error", "the case has no outputs".into());
-    };
-    match check_value(
-        case.check,
-        case.tolerance,
-        case.stats.as_ref(),
-        expected,
-        &out,
-    ) {
-        Ok(()) => ("pass", format!("{} cycles", ex.run.cycles)),
-        Err(m) => ("mismatch", m.to_string()),
+    if case.outputs.len() != ex.results.len() {
+        return (
+            "error",
+            format!(
+                "the case has {} outputs for {} replicas",
+                case.outputs.len(),
+                ex.results.len()
+            ),
+        );
     }
+    for (r, (expected, out)) in case.outputs.iter().zip(&ex.results).enumerate() {
+        if let Err(m) = check_value(
+            case.check,
+            case.tolerance,
+            case.stats.as_ref(),
+            expected,
+            out,
+        ) {
+            let who = if ex.results.len() > 1 {
+                format!("replica {r}: ")
+            } else {
+                String::new()
+            };
+            return ("mismatch", format!("{who}{m}"));
+        }
+    }
+    ("pass", format!("{} cycles", ex.run.cycles))
 }
 
 /// `systole run`.
@@ -496,17 +529,31 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let mut max_err = None;
     if !a.timing_only {
-        let hbm = sys.hbm(0).expect("chip 0");
-        let out =
-            compiler::io::read_literal(&c.io.result, &mut |addr, len| hbm.read_vec(addr, len).ok())
-                .map_err(|e| user(format!("reading the result: {e}")))?;
-        println!("{}", summary(&out, a.full));
+        let outs = ex.results;
+        for (r, out) in outs.iter().enumerate() {
+            if outs.len() > 1 {
+                println!("replica {r}:");
+            }
+            println!("{}", summary(out, a.full));
+        }
         // The reference: the case's outputs, else the evaluator.
         let (reference, check, tol, what) = match expected {
-            Some((o, check, tol)) => (o[0].clone(), check, tol, "the case's expected outputs"),
+            Some((o, check, tol)) => (o, check, tol, "the case's expected outputs"),
             None => {
-                let v = hlo::eval::evaluate(&module, &args)
-                    .map_err(|e| user(format!("{}: evaluator: {e}", a.t.file.display())))?;
+                let v = if outs.len() > 1 {
+                    let inputs = args
+                        .iter()
+                        .map(|a| hlo::eval::runtime::ReplicaInput {
+                            args: a.clone(),
+                            io: Default::default(),
+                        })
+                        .collect();
+                    hlo::eval::replica::run_replicas(&module, inputs, &Default::default())
+                        .map(|o| o.into_iter().map(|r| r.result).collect())
+                } else {
+                    hlo::eval::evaluate(&module, &args[0]).map(|v| vec![v])
+                }
+                .map_err(|e| user(format!("{}: evaluator: {e}", a.t.file.display())))?;
                 (
                     v,
                     Check::Close,
@@ -518,17 +565,37 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 )
             }
         };
-        match check_value(check, tol, None, &reference, &out) {
-            Ok(()) => println!(
-                "outputs match {what} (rtol {}, atol {})",
-                tol.rtol, tol.atol
-            ),
-            Err(m) => {
-                println!("outputs DIFFER from {what}: {m}");
-                outcome = Outcome::CheckFailed;
+        let mut ok = reference.len() == outs.len();
+        let mut why = format!(
+            "{} reference outputs for {} replicas",
+            reference.len(),
+            outs.len()
+        );
+        for (r, (want, got)) in reference.iter().zip(&outs).enumerate() {
+            if let Err(m) = check_value(check, tol, None, want, got) {
+                ok = false;
+                why = if outs.len() > 1 {
+                    format!("replica {r}: {m}")
+                } else {
+                    m.to_string()
+                };
+                break;
             }
         }
-        max_err = Some(max_abs_diff(&reference, &out));
+        if ok {
+            println!(
+                "outputs match {what} (rtol {}, atol {})",
+                tol.rtol, tol.atol
+            );
+        } else {
+            println!("outputs DIFFER from {what}: {why}");
+            outcome = Outcome::CheckFailed;
+        }
+        max_err = reference
+            .iter()
+            .zip(&outs)
+            .map(|(w, g)| max_abs_diff(w, g))
+            .reduce(f64::max);
     }
     if a.rtl_check && !rtl_check(&arch, sys.mxu_log(0).unwrap_or_default())? {
         outcome = Outcome::CheckFailed;

@@ -23,6 +23,15 @@ pub enum CompileError {
         /// The HLO instruction it came from.
         span: Span,
     },
+    /// The module cannot run as asked (e.g. replica groups naming replicas the run does not
+    /// have).
+    #[error("invalid for this run: {what}")]
+    Invalid {
+        /// What is wrong.
+        what: String,
+        /// The HLO instruction it came from.
+        span: Span,
+    },
     /// A compiler bug: an invariant a pass relies on did not hold.
     #[error("internal compiler error: {0}")]
     Internal(String),
@@ -39,7 +48,9 @@ impl CompileError {
     /// The HLO place of the error, if any.
     pub fn span(&self) -> Span {
         match self {
-            CompileError::NotSupported { span, .. } | CompileError::TooLarge { span, .. } => *span,
+            CompileError::NotSupported { span, .. }
+            | CompileError::TooLarge { span, .. }
+            | CompileError::Invalid { span, .. } => *span,
             CompileError::Internal(_) => Span::NONE,
         }
     }

@@ -56,9 +56,9 @@ pub struct Compiled {
 
 /// Compiles `module` (which must have passed [`hlo::verify`]) for `arch`.
 pub fn compile(module: &Module, arch: &ArchConfig, opts: &CompileOptions) -> CResult<Compiled> {
-    if module.replica_count() != 1 || module.config.num_partitions.unwrap_or(1) != 1 {
+    if module.config.num_partitions.unwrap_or(1) > 1 {
         return Err(CompileError::unsupported(
-            "modules with more than one replica or partition (the pod issue)",
+            "modules with more than one partition (SPMD; the pod issue)",
             module.entry().span,
         ));
     }

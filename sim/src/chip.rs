@@ -39,6 +39,9 @@ pub struct Env<'a> {
     pub replicas: u32,
     /// The run's cycle limit (work that cannot finish before it is not started).
     pub max_cycles: u64,
+    /// The earliest cycle at which something outside this chip (another chip's event, the ICI
+    /// fabric) may happen: the sequencer runs instructions inline only before it.
+    pub horizon: Cycle,
 }
 
 /// An event of one chip.

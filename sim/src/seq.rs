@@ -49,7 +49,7 @@ impl Chip {
             match self.seq_one(env, t, c)? {
                 None => return Ok(()),
                 Some(next) => {
-                    if self.q.peek_key().is_some_and(|k| k.time <= next) {
+                    if self.q.peek_key().is_some_and(|k| k.time <= next) || next >= env.horizon {
                         break;
                     }
                     t = next;

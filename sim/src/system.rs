@@ -268,6 +268,7 @@ impl System {
             functional: self.opts.functional,
             replicas: self.chips.len() as u32,
             max_cycles: self.opts.max_cycles,
+            horizon: Cycle(u64::MAX),
         };
         let mut events = 0u64;
         let mut last = Cycle::ZERO;
@@ -276,14 +277,25 @@ impl System {
             // The chip whose next event comes first (ties: lower chip index); the fabric goes
             // first on ties.
             let mut best: Option<(crate::engine::EventKey, usize)> = None;
+            // The earliest next event of a chip other than `best` (bounds inline run-ahead).
+            let mut second = Cycle(u64::MAX);
             for (i, ch) in self.chips.iter().enumerate() {
                 if let Some(k) = ch.q.peek_key() {
                     if !matches!(best, Some((bk, _)) if (bk.time, bk.prio) <= (k.time, k.prio)) {
+                        if let Some((bk, _)) = best {
+                            second = second.min(bk.time);
+                        }
                         best = Some((k, i));
+                    } else {
+                        second = second.min(k.time);
                     }
                 }
             }
             let fab = self.fabric.peek_key();
+            env.horizon = match fab {
+                Some(f) => second.min(f.time),
+                None => second,
+            };
             let fabric_first = match (fab, best) {
                 (Some(f), Some((bk, _))) => (f.time, f.prio) <= (bk.time, bk.prio),
                 (Some(_), None) => true,
@@ -347,7 +359,8 @@ impl System {
             let mut err = None;
             for (send, p) in posts {
                 let (chip, core, pc, inst) = (p.chip, p.core as u32, p.pc, p.inst.clone());
-                if let Err(msg) = self.fabric.post(now, send, p, env.stats) {
+                let at = p.posted;
+                if let Err(msg) = self.fabric.post(at, send, p, env.stats) {
                     err = Some(SimError::Exec {
                         chip,
                         core,

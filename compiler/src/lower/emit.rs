@@ -204,6 +204,19 @@ impl Emitter {
         }
     }
 
+    /// Orders a sequencer write of `acc` (`s.st`) after every pending read or write of it.
+    pub fn seq_write(&mut self, acc: Access) {
+        while let Some(k) = self
+            .pending
+            .iter()
+            .position(|p| p.writes.iter().chain(&p.reads).any(|w| w.overlaps(&acc)))
+        {
+            if self.sync(k) {
+                break;
+            }
+        }
+    }
+
     /// At a label several paths join: the base registers' values are unknown there. Call
     /// after binding the label (and with nothing pending: a `fence` first).
     pub fn join(&mut self) {

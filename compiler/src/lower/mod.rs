@@ -13,6 +13,7 @@
 //! [`emit::Emitter`]'s job.
 
 pub mod alloc;
+pub mod collective;
 pub mod control;
 pub mod conv;
 pub mod dot;
@@ -142,6 +143,10 @@ pub struct Lowerer<'a> {
     hbm_home: Vec<Option<Slot>>,
     /// Work for cores other than 0, emitted after core 0's code.
     side: Vec<(usize, dot_stream::StreamDot)>,
+    /// Replicas (chips) the program runs on.
+    pub(crate) replicas: usize,
+    /// The next ICI tag a collective takes.
+    pub(crate) coll_tag: u32,
 }
 
 /// Largest element count of one VPU instruction (its `n` field has 20 bits).
@@ -193,6 +198,8 @@ impl<'a> Lowerer<'a> {
             stream: vec![None; c.insts.len()],
             hbm_home: vec![None; c.insts.len()],
             side: Vec::new(),
+            replicas: m.replica_count().max(1) as usize,
+            coll_tag: 0,
         };
         // Only core 0 works; the others go straight to the final halt.
         let done = l.e.b.new_label();
@@ -378,6 +385,9 @@ impl<'a> Lowerer<'a> {
                     return Ok(v);
                 }
                 if let Some(v) = conv::lower(self, h)? {
+                    return Ok(v);
+                }
+                if let Some(v) = collective::lower(self, h)? {
                     return Ok(v);
                 }
                 Err(self.unsupported(inst.opcode.name().to_string()))
@@ -587,7 +597,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn hbm_slot(&mut self, bytes: u64, what: &str) -> CResult<u64> {
+    pub(crate) fn hbm_slot(&mut self, bytes: u64, what: &str) -> CResult<u64> {
         self.hbm.alloc(bytes).ok_or_else(|| {
             self.too_large(format!(
                 "{what} ({bytes} bytes) does not fit in HBM (hbm.bytes = {})",

@@ -1,0 +1,758 @@
+//! Collectives on the ICI: all-reduce, reduce-scatter, all-gather, all-to-all,
+//! collective-permute, and `replica-id`.
+//!
+//! **One program, many chips.** Every chip runs the same program; what differs per chip (its
+//! position in its replica group, its ring neighbours, the group's members, its permute source
+//! and target) is a per-replica record of a table the compiler builds from `replica_groups` or
+//! `source_target_pairs` and places in VMEM. The code reads the chip's record with `s.csr
+//! replica_id` and `s.ld`, and computes runtime addresses from the position (`s.rem`, `s.muli`).
+//!
+//! **A collective is a block.** It starts with a `fence` (its operands are complete), issues
+//! its `ici.send`/`ici.recv` and VPU work with explicit semaphores (every signal has its wait
+//! inside the block), and ends with a `fence`; the emitter's tracking resumes after it.
+//! Scratch registers: `s28` (runtime address), `s29` (the chip's record), `s30` (position in
+//! the group), `s31` (peer, temporaries).
+//!
+//! **Algorithms** (costs in docs/ici.md):
+//! * all-reduce: a ring over the group in group order, reduce-scatter then all-gather, as two
+//!   counter-rotating rings each carrying half of every chunk (so both directed links of a ring
+//!   carry data). Step `s` of the reduce-scatter: receive a chunk from the upstream neighbour
+//!   into a scratch buffer, send a chunk downstream, combine the received chunk into place on
+//!   the VPU with the reducer's op. `g − 1` steps each phase; every chip moves
+//!   `2·(g−1)/g · n` bytes, half per direction.
+//! * reduce-scatter: the reduce-scatter phase alone (operand blocks along the scatter
+//!   dimension made contiguous first).
+//! * all-gather: the all-gather phase alone, own block placed first.
+//! * all-to-all: every member posts `g` receives and `g` sends at once.
+//! * collective-permute: a receive from the chip's source (or zeros if it has none) and a send
+//!   to its target (if any), chosen by branches on the record.
+
+use super::elementwise::{binary, chunks};
+use super::{Buf, Lowerer, Val, VPU_CHUNK};
+use crate::error::{CResult, CompileError};
+use hlo::eval::replica::groups::{all_groups, check_pairs};
+use hlo::{ElementType, InstId, Opcode};
+use isa::{Csr, DType, Inst, MemRef, SReg, Sem, Space, VAddr};
+
+const R_ADDR: SReg = SReg(28);
+const R_REC: SReg = SReg(29);
+const R_POS: SReg = SReg(30);
+const R_PEER: SReg = SReg(31);
+
+/// Record fields of ring collectives: position, downstream, upstream, then the members.
+const F_POS: usize = 0;
+const F_NEXT: usize = 1;
+const F_PREV: usize = 2;
+const F_MEMBERS: usize = 3;
+
+/// One ring of a ring collective: `g` chunks of `len` elements at `base + k·stride`.
+#[derive(Clone, Copy, Debug)]
+struct Lane {
+    base: u64,
+    stride: u64,
+    len: u64,
+    /// Data flows to the next member (else to the previous one).
+    fwd: bool,
+    tag: u32,
+    /// Scratch for a received chunk (reduce-scatter).
+    tmp: u64,
+    /// Semaphores: send, receive, combine.
+    sems: [u8; 3],
+}
+
+/// What [`Lowerer::runtime_vpu`] does between the runtime address `[s28]` and a static one.
+#[derive(Clone, Copy, Debug)]
+enum RtVpu {
+    /// `[s28] = op([s28], [b])`.
+    Combine(Opcode),
+    /// `[b] = [s28]`.
+    Store,
+    /// `[s28] = [b]`.
+    Load,
+}
+
+/// Lowers collectives and `replica-id`; `None` if `h` is not one.
+pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
+    let op = l.comp().insts[h].opcode;
+    Ok(Some(match op {
+        Opcode::ReplicaId => l.replica_id(h)?,
+        Opcode::PartitionId => l.partition_id(h)?,
+        Opcode::AllReduce => l.all_reduce(h)?,
+        Opcode::ReduceScatter => l.reduce_scatter(h)?,
+        Opcode::AllGather => l.all_gather(h)?,
+        Opcode::AllToAll => l.all_to_all(h)?,
+        Opcode::CollectivePermute => l.collective_permute(h)?,
+        _ => return Ok(None),
+    }))
+}
+
+/// `(A, D, B)`: the elements before, along and after dimension `d`.
+fn split3(dims: &[usize], d: usize) -> (usize, usize, usize) {
+    (
+        dims[..d].iter().product(),
+        dims[d],
+        dims[d + 1..].iter().product(),
+    )
+}
+
+impl Lowerer<'_> {
+    fn replica_id(&mut self, h: InstId) -> CResult<Val> {
+        let (ty, dims) = self.out_shape(h)?;
+        let buf = self.new_buf(h, ty, dims)?;
+        self.e.seq_write(buf.access());
+        self.e.seq(Inst::SCsr {
+            rd: R_PEER,
+            csr: Csr::ReplicaId,
+        });
+        let a = self.e.vaddr(buf.addr);
+        self.e.seq(Inst::SSt {
+            rs: R_PEER,
+            addr: a,
+            t: self.vty(ty)?,
+        });
+        Ok(Val::Array(buf))
+    }
+
+    fn partition_id(&mut self, h: InstId) -> CResult<Val> {
+        // One partition (modules with more are refused before lowering): always 0.
+        let (ty, dims) = self.out_shape(h)?;
+        let buf = self.new_buf(h, ty, dims)?;
+        self.e.seq_write(buf.access());
+        let a = self.e.vaddr(buf.addr);
+        self.e.seq(Inst::SSt {
+            rs: SReg(0),
+            addr: a,
+            t: self.vty(ty)?,
+        });
+        Ok(Val::Array(buf))
+    }
+
+    /// The replica groups of `h`, all of one size.
+    fn groups(&self, h: InstId) -> CResult<Vec<Vec<usize>>> {
+        let inst = &self.comp().insts[h];
+        let g = all_groups(inst, self.replicas).map_err(|e| CompileError::Invalid {
+            what: format!("%{}: {e}", inst.name),
+            span: self.span,
+        })?;
+        let covered: usize = g.iter().map(|x| x.len()).sum();
+        if covered != self.replicas {
+            return Err(self.unsupported("replica groups that leave some replicas out"));
+        }
+        if g.iter().any(|x| x.len() != g[0].len()) {
+            return Err(self.unsupported("replica groups of different sizes"));
+        }
+        Ok(g)
+    }
+
+    /// Per-replica ring records: position, next, previous, members.
+    fn ring_records(&self, groups: &[Vec<usize>]) -> Vec<Vec<i64>> {
+        let mut recs = vec![Vec::new(); self.replicas];
+        for grp in groups {
+            let g = grp.len();
+            for (p, &r) in grp.iter().enumerate() {
+                let mut rec = vec![
+                    p as i64,
+                    grp[(p + 1) % g] as i64,
+                    grp[(p + g - 1) % g] as i64,
+                ];
+                rec.extend(grp.iter().map(|&m| m as i64));
+                recs[r] = rec;
+            }
+        }
+        recs
+    }
+
+    /// A fresh tag for one collective's transfers.
+    fn next_tag(&mut self) -> u32 {
+        let t = self.coll_tag;
+        self.coll_tag = self.coll_tag.wrapping_add(2) & 0xffff;
+        t
+    }
+
+    /// Starts a collective block: places the table of per-replica records in VMEM, waits for
+    /// everything issued so far, and loads the chip's record address (`s29`) and its first
+    /// field (`s30`).
+    fn coll_begin(&mut self, recs: &[Vec<i64>]) -> CResult<()> {
+        let k = recs.iter().map(|r| r.len()).max().unwrap_or(1).max(1);
+        let mut flat = Vec::with_capacity(recs.len() * k);
+        for r in recs {
+            flat.extend(r.iter().copied());
+            flat.extend(std::iter::repeat_n(-1, k - r.len()));
+        }
+        let buf = self.tmp(ElementType::S64, vec![flat.len()])?;
+        let bytes: Vec<u8> = flat.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let n = bytes.len() as u64;
+        let addr = self.hbm_slot(n, "a collective's replica table")?;
+        self.e.b.data(Space::Hbm, addr, bytes);
+        self.dma((Space::Vmem, buf.addr), (Space::Hbm, addr), n)?;
+        self.e.fence();
+        self.e.seq(Inst::SCsr {
+            rd: R_REC,
+            csr: Csr::ReplicaId,
+        });
+        self.e.seq(Inst::SMuli {
+            rd: R_REC,
+            ra: R_REC,
+            imm: 8 * k as i64,
+        });
+        self.e.seq(Inst::SLi {
+            rd: R_ADDR,
+            imm: buf.addr as i64,
+        });
+        self.e.seq(Inst::SAdd {
+            rd: R_REC,
+            ra: R_REC,
+            rb: R_ADDR,
+        });
+        self.ld_field(R_POS, F_POS);
+        Ok(())
+    }
+
+    /// Ends a collective block (every instruction of it complete).
+    fn coll_end(&mut self) {
+        self.e.fence();
+    }
+
+    fn ld_field(&mut self, rd: SReg, field: usize) {
+        self.e.seq(Inst::SLd {
+            rd,
+            addr: VAddr {
+                base: R_REC,
+                off: 8 * field as i32,
+            },
+            t: DType::S64,
+        });
+    }
+
+    /// `s28 = ((pos + k) mod g) · stride + base`.
+    fn chunk_addr(&mut self, k: i64, g: u64, stride: u64, base: u64) {
+        let g = g as i64;
+        self.e.seq(Inst::SLi { rd: R_PEER, imm: g });
+        self.e.seq(Inst::SAddi {
+            rd: R_ADDR,
+            ra: R_POS,
+            imm: 2 * g + k,
+        });
+        self.e.seq(Inst::SRem {
+            rd: R_ADDR,
+            ra: R_ADDR,
+            rb: R_PEER,
+        });
+        self.e.seq(Inst::SLi {
+            rd: R_PEER,
+            imm: stride as i64,
+        });
+        self.e.seq(Inst::SMul {
+            rd: R_ADDR,
+            ra: R_ADDR,
+            rb: R_PEER,
+        });
+        self.e.seq(Inst::SLi {
+            rd: R_PEER,
+            imm: base as i64,
+        });
+        self.e.seq(Inst::SAdd {
+            rd: R_ADDR,
+            ra: R_ADDR,
+            rb: R_PEER,
+        });
+    }
+
+    /// Posts an `ici.send` (or `ici.recv`) of `len` bytes at `mem` to (from) the chip named by
+    /// record field `peer_field`.
+    #[allow(clippy::too_many_arguments)]
+    fn post(&mut self, send: bool, peer_field: usize, mem: MemRef, len: u64, tag: u32, sem: u8) {
+        self.ld_field(R_PEER, peer_field);
+        let len = len as u32;
+        let signal = Some(Sem(sem));
+        self.e.seq(if send {
+            Inst::IciSend {
+                peer: R_PEER,
+                src: mem,
+                len,
+                tag,
+                wait: None,
+                signal,
+            }
+        } else {
+            Inst::IciRecv {
+                peer: R_PEER,
+                dst: mem,
+                len,
+                tag,
+                wait: None,
+                signal,
+            }
+        });
+    }
+
+    fn wait(&mut self, sem: u8, n: u32) {
+        if n > 0 {
+            self.e.seq(Inst::SemWait { sem: Sem(sem), n });
+        }
+    }
+
+    /// `how` between `[s28]` and `[b]` over `n` elements in VPU-sized pieces, each signalling `sem`; returns
+    /// the number of pieces. Advances `s28`.
+    fn runtime_vpu(&mut self, how: RtVpu, b: u64, n: u64, t: DType, w: u64, sem: u8) -> u32 {
+        let mut pieces = 0;
+        for (s, k) in chunks(n) {
+            let rt = VAddr {
+                base: R_ADDR,
+                off: 0,
+            };
+            let st = self.e.vaddr(b + s * w);
+            let mut inst = match how {
+                RtVpu::Combine(op) => binary(op, rt, rt, st, k, t).expect("checked op"),
+                RtVpu::Store => Inst::VMov {
+                    dst: st,
+                    a: rt,
+                    n: k,
+                    t,
+                    wait: None,
+                    signal: None,
+                },
+                RtVpu::Load => Inst::VMov {
+                    dst: rt,
+                    a: st,
+                    n: k,
+                    t,
+                    wait: None,
+                    signal: None,
+                },
+            };
+            inst.set_sync("signal", Some(Sem(sem)));
+            self.e.seq(inst);
+            pieces += 1;
+            if s + VPU_CHUNK < n {
+                self.e.seq(Inst::SAddi {
+                    rd: R_ADDR,
+                    ra: R_ADDR,
+                    imm: (k as u64 * w) as i64,
+                });
+            }
+        }
+        pieces
+    }
+
+    /// The `g − 1` steps of a ring phase over `lanes`: reduce-scatter (`combine` given: chip
+    /// at position `p` ends with chunk `p` fully reduced) or all-gather (chip `p` starts with
+    /// chunk `p` and ends with all).
+    fn ring_phase(&mut self, lanes: &[Lane], g: u64, t: DType, w: u64, combine: Option<Opcode>) {
+        let (hops_s, hops_r): (i64, i64) = if combine.is_some() { (1, 2) } else { (0, 1) };
+        for s in 0..g as i64 - 1 {
+            // Chunk indices relative to the position: downstream-flowing lanes count down.
+            let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
+            for lane in lanes {
+                let from = if lane.fwd { F_PREV } else { F_NEXT };
+                let dst = if combine.is_some() {
+                    self.e.memref(Space::Vmem, lane.tmp)
+                } else {
+                    self.chunk_addr(k(lane, hops_r), g, lane.stride, lane.base);
+                    MemRef {
+                        space: Space::Vmem,
+                        base: R_ADDR,
+                        off: 0,
+                    }
+                };
+                self.post(false, from, dst, lane.len * w, lane.tag, lane.sems[1]);
+            }
+            for lane in lanes {
+                let to = if lane.fwd { F_NEXT } else { F_PREV };
+                self.chunk_addr(k(lane, hops_s), g, lane.stride, lane.base);
+                let src = MemRef {
+                    space: Space::Vmem,
+                    base: R_ADDR,
+                    off: 0,
+                };
+                self.post(true, to, src, lane.len * w, lane.tag, lane.sems[0]);
+            }
+            let mut pieces = vec![0u32; lanes.len()];
+            if let Some(op) = combine {
+                for (i, lane) in lanes.iter().enumerate() {
+                    self.wait(lane.sems[1], 1);
+                    self.chunk_addr(k(lane, hops_r), g, lane.stride, lane.base);
+                    pieces[i] = self.runtime_vpu(
+                        RtVpu::Combine(op),
+                        lane.tmp,
+                        lane.len,
+                        t,
+                        w,
+                        lane.sems[2],
+                    );
+                }
+            }
+            for (i, lane) in lanes.iter().enumerate() {
+                self.wait(lane.sems[0], 1);
+                if combine.is_none() {
+                    self.wait(lane.sems[1], 1);
+                }
+                self.wait(lane.sems[2], pieces[i]);
+            }
+        }
+    }
+
+    /// Two counter-rotating lanes over `g` chunks of `ce` elements at `base` (one lane if a
+    /// chunk has a single element), each with a scratch buffer when combining.
+    fn lanes(&mut self, base: u64, ce: u64, ty: ElementType, combine: bool) -> CResult<Vec<Lane>> {
+        let w = ty.byte_size() as u64;
+        let h0 = ce.div_ceil(2);
+        let parts: Vec<(u64, u64)> = if ce >= 2 {
+            vec![(0, h0), (h0, ce - h0)]
+        } else {
+            vec![(0, ce)]
+        };
+        let tag = self.next_tag();
+        let mut lanes = Vec::new();
+        for (i, &(off, len)) in parts.iter().enumerate() {
+            let tmp = if combine {
+                self.tmp(ty, vec![len as usize])?.addr
+            } else {
+                0
+            };
+            lanes.push(Lane {
+                base: base + off * w,
+                stride: ce * w,
+                len,
+                fwd: i == 0,
+                tag: tag + i as u32,
+                tmp,
+                sems: [3 * i as u8, 3 * i as u8 + 1, 3 * i as u8 + 2],
+            });
+        }
+        Ok(lanes)
+    }
+
+    /// The reducer's binary op, checked to run on the VPU for `t`.
+    fn reducer(&self, h: InstId, t: DType) -> CResult<Opcode> {
+        let inst = &self.comp().insts[h];
+        let comp = inst
+            .attrs
+            .to_apply
+            .ok_or_else(|| CompileError::Internal("collective without to_apply".into()))?;
+        let probe = VAddr {
+            base: SReg(0),
+            off: 0,
+        };
+        super::reduce::reducer_op(self.m, comp)
+            .filter(|&op| binary(op, probe, probe, probe, 0, t).is_some())
+            .ok_or_else(|| {
+                self.unsupported(format!(
+                    "{} whose reducer is not one binary VPU op of its parameters",
+                    inst.opcode.name()
+                ))
+            })
+    }
+
+    fn all_reduce(&mut self, h: InstId) -> CResult<Val> {
+        let ops = self.comp().insts[h].operands.clone();
+        let groups = self.groups(h)?;
+        let outs: Vec<(ElementType, Vec<usize>)> = match self.comp().insts[h].shape.as_array() {
+            Some(_) => vec![self.out_shape(h)?],
+            None => self.comp().insts[h]
+                .shape
+                .as_tuple()
+                .unwrap_or(&[])
+                .iter()
+                .map(|s| {
+                    s.as_array()
+                        .map(|a| (a.ty, a.udims()))
+                        .ok_or_else(|| self.unsupported("nested tuples"))
+                })
+                .collect::<CResult<_>>()?,
+        };
+        let mut vals = Vec::new();
+        for (i, &o) in ops.iter().enumerate() {
+            let x = self.arr(o)?;
+            let (ty, dims) = outs[i].clone();
+            let t = self.vty(ty)?;
+            let op = self.reducer(h, t)?;
+            let g = groups[0].len() as u64;
+            let n = x.elems();
+            let ce = n.div_ceil(g).max(1);
+            let w = ty.byte_size() as u64;
+            let work = self.new_buf(h, ty, vec![(g * ce) as usize])?;
+            let view = work.with_dims(vec![n as usize]);
+            self.copy_into(&view, &x)?;
+            if g > 1 {
+                let lanes = self.lanes(work.addr, ce, ty, true)?;
+                let recs = self.ring_records(&groups);
+                self.coll_begin(&recs)?;
+                self.ring_phase(&lanes, g, t, w, Some(op));
+                self.ring_phase(&lanes, g, t, w, None);
+                self.coll_end();
+            }
+            vals.push(Val::Array(work.with_dims(dims)));
+        }
+        Ok(if self.comp().insts[h].shape.as_array().is_some() {
+            vals.pop().expect("one operand")
+        } else {
+            Val::Tuple(vals)
+        })
+    }
+
+    /// `dst = src` element-wise (tracked by the emitter).
+    fn copy_into(&mut self, dst: &Buf, src: &Buf) -> CResult<()> {
+        let t = self.vty(src.ty)?;
+        self.vpu_map(dst, &[src], &mut |d, s, n| Inst::VMov {
+            dst: d,
+            a: s[0],
+            n,
+            t,
+            wait: None,
+            signal: None,
+        });
+        Ok(())
+    }
+
+    /// The single dimension of `dimensions={d}`.
+    fn one_dim(&self, h: InstId) -> CResult<usize> {
+        match self.comp().insts[h].attrs.dimensions.as_deref() {
+            Some([d]) => Ok(*d as usize),
+            _ => Err(self.unsupported(format!(
+                "{} without exactly one dimension",
+                self.comp().insts[h].opcode.name()
+            ))),
+        }
+    }
+
+    fn reduce_scatter(&mut self, h: InstId) -> CResult<Val> {
+        let ops = &self.comp().insts[h].operands;
+        if ops.len() != 1 {
+            return Err(self.unsupported("reduce-scatter of several operands"));
+        }
+        let x = self.arr(ops[0])?;
+        let (ty, dims) = self.out_shape(h)?;
+        let d = self.one_dim(h)?;
+        let groups = self.groups(h)?;
+        let g = groups[0].len();
+        let t = self.vty(ty)?;
+        let op = self.reducer(h, t)?;
+        let w = ty.byte_size() as u64;
+        let (a, dd, b) = split3(&x.dims, d);
+        let dk = dd / g;
+        // Blocks along d made contiguous: [g, A, Dk, B].
+        let stage = self.tmp(ty, vec![g, a, dk, b])?;
+        self.permute_into(&stage, &x.with_dims(vec![a, g, dk, b]), &[1, 0, 2, 3])?;
+        let out = self.new_buf(h, ty, dims)?;
+        let ce = (a * dk * b) as u64;
+        if g == 1 {
+            self.copy_into(&out, &stage.with_dims(out.dims.clone()))?;
+            return Ok(Val::Array(out));
+        }
+        let lanes = self.lanes(stage.addr, ce, ty, true)?;
+        let recs = self.ring_records(&groups);
+        self.coll_begin(&recs)?;
+        self.ring_phase(&lanes, g as u64, t, w, Some(op));
+        // This chip's block: chunk `pos`.
+        self.chunk_addr(0, g as u64, ce * w, stage.addr);
+        let pieces = self.runtime_vpu(RtVpu::Store, out.addr, ce, t, w, 0);
+        self.wait(0, pieces);
+        self.coll_end();
+        Ok(Val::Array(out))
+    }
+
+    fn all_gather(&mut self, h: InstId) -> CResult<Val> {
+        let ops = &self.comp().insts[h].operands;
+        if ops.len() != 1 {
+            return Err(self.unsupported("all-gather of several operands"));
+        }
+        let x = self.arr(ops[0])?;
+        let (ty, dims) = self.out_shape(h)?;
+        let d = self.one_dim(h)?;
+        let groups = self.groups(h)?;
+        let g = groups[0].len();
+        let t = self.vty(ty)?;
+        let w = ty.byte_size() as u64;
+        let (a, dk, b) = split3(&x.dims, d);
+        let ce = (a * dk * b) as u64;
+        let direct = a == 1;
+        let stage = if direct {
+            self.new_buf(h, ty, vec![g, a, dk, b])?
+        } else {
+            self.tmp(ty, vec![g, a, dk, b])?
+        };
+        let recs = self.ring_records(&groups);
+        // Own block at position `pos`, then the all-gather ring.
+        let lanes = self.lanes(stage.addr, ce, ty, false)?;
+        self.coll_begin(&recs)?;
+        self.chunk_addr(0, g as u64, ce * w, stage.addr);
+        let pieces = self.runtime_vpu(RtVpu::Load, x.addr, ce, t, w, 0);
+        self.wait(0, pieces);
+        if g > 1 {
+            self.ring_phase(&lanes, g as u64, t, w, None);
+        }
+        self.coll_end();
+        if direct {
+            return Ok(Val::Array(stage.with_dims(dims)));
+        }
+        let out = self.new_buf(h, ty, dims)?;
+        self.permute_into(&out.with_dims(vec![a, g, dk, b]), &stage, &[1, 0, 2, 3])?;
+        Ok(Val::Array(out))
+    }
+
+    fn all_to_all(&mut self, h: InstId) -> CResult<Val> {
+        let inst = &self.comp().insts[h];
+        let ops = inst.operands.clone();
+        let groups = self.groups(h)?;
+        let g = groups[0].len();
+        let recs = self.ring_records(&groups);
+        let tag = self.next_tag();
+        if inst.attrs.dimensions.is_none() {
+            // Tuple form: operand j goes to member j; result j comes from member j.
+            if ops.len() != g {
+                return Err(CompileError::Invalid {
+                    what: format!(
+                        "%{}: tuple all-to-all has {} operands but its replica group has {g} \
+                         members",
+                        inst.name,
+                        ops.len()
+                    ),
+                    span: self.span,
+                });
+            }
+            let xs: Vec<Buf> = ops.iter().map(|&o| self.arr(o)).collect::<CResult<_>>()?;
+            let outs: Vec<Buf> = xs
+                .iter()
+                .map(|x| self.new_buf(h, x.ty, x.dims.clone()))
+                .collect::<CResult<_>>()?;
+            self.coll_begin(&recs)?;
+            for (j, o) in outs.iter().enumerate() {
+                let m = self.e.memref(Space::Vmem, o.addr);
+                self.post(false, F_MEMBERS + j, m, o.bytes(), tag, 0);
+            }
+            for (j, x) in xs.iter().enumerate() {
+                let m = self.e.memref(Space::Vmem, x.addr);
+                self.post(true, F_MEMBERS + j, m, x.bytes(), tag, 0);
+            }
+            self.wait(0, 2 * g as u32);
+            self.coll_end();
+            return Ok(Val::Tuple(outs.into_iter().map(Val::Array).collect()));
+        }
+        if ops.len() != 1 {
+            return Err(self.unsupported("array all-to-all of several operands"));
+        }
+        let x = self.arr(ops[0])?;
+        let (ty, dims) = self.out_shape(h)?;
+        let d = self.one_dim(h)?;
+        let (a, dd, b) = split3(&x.dims, d);
+        let dk = dd / g;
+        let blk = (a * dk * b) as u64 * ty.byte_size() as u64;
+        let send = self.tmp(ty, vec![g, a, dk, b])?;
+        self.permute_into(&send, &x.with_dims(vec![a, g, dk, b]), &[1, 0, 2, 3])?;
+        let direct = a == 1;
+        let recv = if direct {
+            self.new_buf(h, ty, vec![g, a, dk, b])?
+        } else {
+            self.tmp(ty, vec![g, a, dk, b])?
+        };
+        self.coll_begin(&recs)?;
+        for j in 0..g {
+            let m = self.e.memref(Space::Vmem, recv.addr + j as u64 * blk);
+            self.post(false, F_MEMBERS + j, m, blk, tag, 0);
+        }
+        for j in 0..g {
+            let m = self.e.memref(Space::Vmem, send.addr + j as u64 * blk);
+            self.post(true, F_MEMBERS + j, m, blk, tag, 0);
+        }
+        self.wait(0, 2 * g as u32);
+        self.coll_end();
+        if direct {
+            return Ok(Val::Array(recv.with_dims(dims)));
+        }
+        let out = self.new_buf(h, ty, dims)?;
+        self.permute_into(&out.with_dims(vec![a, g, dk, b]), &recv, &[1, 0, 2, 3])?;
+        Ok(Val::Array(out))
+    }
+
+    fn collective_permute(&mut self, h: InstId) -> CResult<Val> {
+        let inst = &self.comp().insts[h];
+        if inst.operands.len() != 1 {
+            return Err(self.unsupported("collective-permute with several operands"));
+        }
+        let pairs = inst.attrs.source_target_pairs.clone().unwrap_or_default();
+        let pairs = check_pairs(&pairs, self.replicas).map_err(|e| CompileError::Invalid {
+            what: format!("%{}: {e}", inst.name),
+            span: self.span,
+        })?;
+        let x = self.arr(inst.operands[0])?;
+        let (ty, dims) = self.out_shape(h)?;
+        let t = self.vty(ty)?;
+        let out = self.new_buf(h, ty, dims)?;
+        // Record: [source or -1, target or -1].
+        let mut recs = vec![vec![-1i64, -1]; self.replicas];
+        for &(s, d) in &pairs {
+            recs[d][0] = s as i64;
+            recs[s][1] = d as i64;
+        }
+        let tag = self.next_tag();
+        self.coll_begin(&recs)?;
+        // Receive from the source, or zeros.
+        let (no_src, src_done) = (self.e.b.new_label(), self.e.b.new_label());
+        self.e.b.emit_branch(
+            Inst::Blt {
+                ra: R_POS,
+                rb: SReg(0),
+                target: isa::Target(0),
+            },
+            no_src,
+        );
+        let m = self.e.memref(Space::Vmem, out.addr);
+        self.post(false, 0, m, out.bytes(), tag, 1);
+        self.e.b.emit_branch(
+            Inst::Jmp {
+                target: isa::Target(0),
+            },
+            src_done,
+        );
+        self.e.b.bind(no_src);
+        self.e.join();
+        let mut pieces = 0;
+        for (s, k) in chunks(out.elems()) {
+            let dst = self.e.vaddr(out.addr + s * ty.byte_size() as u64);
+            self.e.seq(Inst::VSplat {
+                dst,
+                src: SReg(0),
+                n: k,
+                t,
+                wait: None,
+                signal: Some(Sem(2)),
+            });
+            pieces += 1;
+        }
+        self.wait(2, pieces);
+        self.e.b.bind(src_done);
+        self.e.join();
+        // Send to the target, if any.
+        let no_tgt = self.e.b.new_label();
+        self.ld_field(R_PEER, 1);
+        self.e.b.emit_branch(
+            Inst::Blt {
+                ra: R_PEER,
+                rb: SReg(0),
+                target: isa::Target(0),
+            },
+            no_tgt,
+        );
+        let m = self.e.memref(Space::Vmem, x.addr);
+        self.post(true, 1, m, x.bytes(), tag, 0);
+        self.wait(0, 1);
+        self.e.b.bind(no_tgt);
+        self.e.join();
+        // The receive, if there was one.
+        let no_wait = self.e.b.new_label();
+        self.e.b.emit_branch(
+            Inst::Blt {
+                ra: R_POS,
+                rb: SReg(0),
+                target: isa::Target(0),
+            },
+            no_wait,
+        );
+        self.wait(1, 1);
+        self.e.b.bind(no_wait);
+        self.e.join();
+        self.coll_end();
+        Ok(Val::Array(out))
+    }
+}
