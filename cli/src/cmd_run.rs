@@ -61,7 +61,8 @@ pub struct CompileArgs {
 pub struct RunArgs {
     #[command(flatten)]
     t: TargetArgs,
-    /// Arguments from a case.json or case folder (its first replica's inputs).
+    /// Arguments from a case.json or case folder (one input list per replica; a multi-replica
+    /// module runs one chip per replica).
     #[arg(long, conflicts_with = "random")]
     inputs: Option<PathBuf>,
     /// Random arguments from this seed (default 0), as `systole eval` makes them.

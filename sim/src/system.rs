@@ -411,10 +411,28 @@ impl System {
         }
     }
 
-    fn deadlock_report(&self, cycle: Cycle) -> DeadlockReport {
+    fn deadlock_report(&self, mut cycle: Cycle) -> DeadlockReport {
         let mut waits = Vec::new();
         for ch in &self.chips {
+            // A chip whose every core halted is named too: a peer may be waiting for it.
+            if self.chips.len() > 1 && ch.halted == ch.cores.len() {
+                let at = ch.cores.iter().filter_map(|c| c.halted).max();
+                waits.push(format!(
+                    "chip{}: halted at cycle {}",
+                    ch.idx,
+                    at.unwrap_or(Cycle::ZERO)
+                ));
+                continue;
+            }
             for core in &ch.cores {
+                // Sequencers run ahead of the global event order: the report's cycle is the
+                // latest any of them reached.
+                if let Some((_, since)) = core.blocked {
+                    cycle = cycle.max(since);
+                }
+                if let Some(h) = core.halted {
+                    cycle = cycle.max(h);
+                }
                 let pre = format!("chip{}.core{}", ch.idx, core.idx);
                 if core.halted.is_some() {
                     continue;

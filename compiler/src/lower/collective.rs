@@ -163,7 +163,7 @@ impl Lowerer<'_> {
     }
 
     /// A fresh tag for one collective's transfers.
-    fn next_tag(&mut self) -> u32 {
+    pub(crate) fn next_tag(&mut self) -> u32 {
         let t = self.coll_tag;
         self.coll_tag = self.coll_tag.wrapping_add(2) & 0xffff;
         t
@@ -677,82 +677,102 @@ impl Lowerer<'_> {
         })?;
         let x = self.arr(inst.operands[0])?;
         let (ty, dims) = self.out_shape(h)?;
-        let t = self.vty(ty)?;
         let out = self.new_buf(h, ty, dims)?;
+        let tag = self.next_tag();
+        self.exchange(&pairs, Some(&x), Some(&out), tag)?;
+        Ok(Val::Array(out))
+    }
+
+    /// One block of a permutation `pairs` (source → target): a chip that is a target receives
+    /// into `recv` (a chip that is none gets zeros), a chip that is a source sends `send`; either
+    /// side may be absent (split send/recv). Waits for both.
+    pub(crate) fn exchange(
+        &mut self,
+        pairs: &[(usize, usize)],
+        send: Option<&Buf>,
+        recv: Option<&Buf>,
+        tag: u32,
+    ) -> CResult<()> {
         // Record: [source or -1, target or -1].
         let mut recs = vec![vec![-1i64, -1]; self.replicas];
-        for &(s, d) in &pairs {
+        for &(s, d) in pairs {
             recs[d][0] = s as i64;
             recs[s][1] = d as i64;
         }
-        let tag = self.next_tag();
         self.coll_begin(&recs)?;
-        // Receive from the source, or zeros.
-        let (no_src, src_done) = (self.e.b.new_label(), self.e.b.new_label());
-        self.e.b.emit_branch(
-            Inst::Blt {
-                ra: R_POS,
-                rb: SReg(0),
-                target: isa::Target(0),
-            },
-            no_src,
-        );
-        let m = self.e.memref(Space::Vmem, out.addr);
-        self.post(false, 0, m, out.bytes(), tag, 1);
-        self.e.b.emit_branch(
-            Inst::Jmp {
-                target: isa::Target(0),
-            },
-            src_done,
-        );
-        self.e.b.bind(no_src);
-        self.e.join();
-        let mut pieces = 0;
-        for (s, k) in chunks(out.elems()) {
-            let dst = self.e.vaddr(out.addr + s * ty.byte_size() as u64);
-            self.e.seq(Inst::VSplat {
-                dst,
-                src: SReg(0),
-                n: k,
-                t,
-                wait: None,
-                signal: Some(Sem(2)),
-            });
-            pieces += 1;
+        if let Some(out) = recv {
+            let t = self.vty(out.ty)?;
+            // Receive from the source, or zeros.
+            let (no_src, src_done) = (self.e.b.new_label(), self.e.b.new_label());
+            self.e.b.emit_branch(
+                Inst::Blt {
+                    ra: R_POS,
+                    rb: SReg(0),
+                    target: isa::Target(0),
+                },
+                no_src,
+            );
+            let m = self.e.memref(Space::Vmem, out.addr);
+            self.post(false, 0, m, out.bytes(), tag, 1);
+            self.e.b.emit_branch(
+                Inst::Jmp {
+                    target: isa::Target(0),
+                },
+                src_done,
+            );
+            self.e.b.bind(no_src);
+            self.e.join();
+            let mut pieces = 0;
+            for (s, k) in chunks(out.elems()) {
+                let dst = self.e.vaddr(out.addr + s * out.ty.byte_size() as u64);
+                self.e.seq(Inst::VSplat {
+                    dst,
+                    src: SReg(0),
+                    n: k,
+                    t,
+                    wait: None,
+                    signal: Some(Sem(2)),
+                });
+                pieces += 1;
+            }
+            self.wait(2, pieces);
+            self.e.b.bind(src_done);
+            self.e.join();
         }
-        self.wait(2, pieces);
-        self.e.b.bind(src_done);
-        self.e.join();
-        // Send to the target, if any.
-        let no_tgt = self.e.b.new_label();
-        self.ld_field(R_PEER, 1);
-        self.e.b.emit_branch(
-            Inst::Blt {
-                ra: R_PEER,
-                rb: SReg(0),
-                target: isa::Target(0),
-            },
-            no_tgt,
-        );
-        let m = self.e.memref(Space::Vmem, x.addr);
-        self.post(true, 1, m, x.bytes(), tag, 0);
-        self.wait(0, 1);
-        self.e.b.bind(no_tgt);
-        self.e.join();
-        // The receive, if there was one.
-        let no_wait = self.e.b.new_label();
-        self.e.b.emit_branch(
-            Inst::Blt {
-                ra: R_POS,
-                rb: SReg(0),
-                target: isa::Target(0),
-            },
-            no_wait,
-        );
-        self.wait(1, 1);
-        self.e.b.bind(no_wait);
-        self.e.join();
+        if let Some(x) = send {
+            // Send to the target, if any.
+            let no_tgt = self.e.b.new_label();
+            self.ld_field(R_PEER, 1);
+            self.e.b.emit_branch(
+                Inst::Blt {
+                    ra: R_PEER,
+                    rb: SReg(0),
+                    target: isa::Target(0),
+                },
+                no_tgt,
+            );
+            let m = self.e.memref(Space::Vmem, x.addr);
+            self.post(true, 1, m, x.bytes(), tag, 0);
+            self.wait(0, 1);
+            self.e.b.bind(no_tgt);
+            self.e.join();
+        }
+        if recv.is_some() {
+            // The receive, if there was one.
+            let no_wait = self.e.b.new_label();
+            self.e.b.emit_branch(
+                Inst::Blt {
+                    ra: R_POS,
+                    rb: SReg(0),
+                    target: isa::Target(0),
+                },
+                no_wait,
+            );
+            self.wait(1, 1);
+            self.e.b.bind(no_wait);
+            self.e.join();
+        }
         self.coll_end();
-        Ok(Val::Array(out))
+        Ok(())
     }
 }

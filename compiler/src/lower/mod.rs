@@ -22,6 +22,7 @@ pub mod elementwise;
 pub mod emit;
 pub mod movement;
 pub mod reduce;
+pub mod sendrecv;
 
 use crate::error::{CResult, CompileError};
 use crate::io::{IoMap, Place, Slot};
@@ -88,6 +89,8 @@ struct AllocInfo {
     bytes: u64,
     last_use: usize,
     freed: bool,
+    /// Outstanding [`Lowerer::pin`]s (a pinned allocation is never freed).
+    pins: u32,
 }
 
 /// The caller's state while a sub-computation is lowered.
@@ -147,6 +150,8 @@ pub struct Lowerer<'a> {
     pub(crate) replicas: usize,
     /// The next ICI tag a collective takes.
     pub(crate) coll_tag: u32,
+    /// Device-to-device send/recv channels.
+    pub(crate) chans: sendrecv::Channels,
 }
 
 /// Largest element count of one VPU instruction (its `n` field has 20 bits).
@@ -200,6 +205,7 @@ impl<'a> Lowerer<'a> {
             side: Vec::new(),
             replicas: m.replica_count().max(1) as usize,
             coll_tag: 0,
+            chans: Default::default(),
         };
         // Only core 0 works; the others go straight to the final halt.
         let done = l.e.b.new_label();
@@ -281,6 +287,7 @@ impl<'a> Lowerer<'a> {
         // Outputs.
         l.e.b.end_hlo();
         l.span = c.insts[c.root].span;
+        l.flush_sends()?;
         let root = l.vals[c.root.index()].clone().expect("root lowered");
         let result = l.store_output(&root)?;
         if arch.cores_per_chip > 1 {
@@ -390,6 +397,9 @@ impl<'a> Lowerer<'a> {
                 if let Some(v) = collective::lower(self, h)? {
                     return Ok(v);
                 }
+                if let Some(v) = sendrecv::lower(self, h)? {
+                    return Ok(v);
+                }
                 Err(self.unsupported(inst.opcode.name().to_string()))
             }
         }
@@ -420,6 +430,25 @@ impl<'a> Lowerer<'a> {
         let v = self.val(o)?;
         self.extend_life(&v, user);
         Ok(v)
+    }
+
+    /// Nesting depth of the computation being lowered (0: the entry).
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// Keeps `b` allocated until [`Self::unpin`] (whatever its users' positions).
+    pub(crate) fn pin(&mut self, b: &Buf) {
+        self.allocs[b.alloc].pins += 1;
+    }
+
+    /// Undoes one [`Self::pin`]: `b` is freed after the current instruction unless its users
+    /// need it longer.
+    pub(crate) fn unpin(&mut self, b: &Buf) {
+        let pos = self.pos;
+        let a = &mut self.allocs[b.alloc];
+        a.pins -= 1;
+        a.last_use = a.last_use.max(pos);
     }
 
     fn extend_life(&mut self, v: &Val, user: InstId) {
@@ -485,6 +514,7 @@ impl<'a> Lowerer<'a> {
             bytes: n,
             last_use,
             freed: false,
+            pins: 0,
         });
         Ok(Buf {
             alloc: self.allocs.len() - 1,
@@ -590,7 +620,7 @@ impl<'a> Lowerer<'a> {
     fn free_dead(&mut self, pos: usize) {
         let depth = self.depth;
         for a in &mut self.allocs {
-            if !a.freed && a.depth == depth && a.last_use <= pos {
+            if !a.freed && a.pins == 0 && a.depth == depth && a.last_use <= pos {
                 a.freed = true;
                 self.vmem.free(a.addr, a.bytes);
             }
