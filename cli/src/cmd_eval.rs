@@ -136,7 +136,7 @@ fn replica_inputs(
 ) -> anyhow::Result<Vec<ReplicaInput>> {
     if let Some(p) = &a.inputs {
         let (file, case) = load_case_file(p, module_text)?;
-        let n = a.replicas.unwrap_or(case.replicas.max(1));
+        let n = a.replicas.unwrap_or(case.devices());
         check_replicas(n, &file)?;
         if case.inputs.len() < n {
             return Err(UserError(format!(
@@ -160,7 +160,7 @@ fn replica_inputs(
             })
             .collect());
     }
-    let n = a.replicas.unwrap_or(module.replica_count().max(1) as usize);
+    let n = a.replicas.unwrap_or(module.num_devices());
     check_replicas(n, &a.file)?;
     let seed = a.random.unwrap_or(0);
     let params = module.entry().program_shape().params;

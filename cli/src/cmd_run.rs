@@ -207,7 +207,7 @@ fn inputs_for(
     module: &hlo::Module,
     src: &str,
 ) -> anyhow::Result<(Vec<Vec<Literal>>, Option<Expected>)> {
-    let replicas = module.replica_count().max(1) as usize;
+    let replicas = module.num_devices();
     if let Some(p) = &a.inputs {
         let (file, case) = crate::cmd_eval::load_case_file(p, src)?;
         if case.inputs.is_empty() {
@@ -215,7 +215,8 @@ fn inputs_for(
         }
         if case.inputs.len() != replicas {
             return Err(user(format!(
-                "{}: the case has inputs for {} replica(s), the module has replica_count={replicas}",
+                "{}: the case has inputs for {} device(s), the module runs on {replicas} \
+                 (replica_count × num_partitions)",
                 file.display(),
                 case.inputs.len()
             )));
@@ -277,7 +278,7 @@ pub fn execute(
     trace: Option<Box<dyn TraceSink>>,
     record_mxu: bool,
 ) -> Result<Execution, ExecError> {
-    let replicas = c.module.replica_count().max(1) as usize;
+    let replicas = c.module.num_devices();
     if args.len() != replicas {
         return Err(ExecError::User(format!(
             "{} sets of arguments for {replicas} replica(s)",
@@ -427,7 +428,7 @@ fn conformance_case(
         Err(e) => return ("error", e.render("module.hlo")),
     };
     let args: Vec<Vec<Literal>> = if case.inputs.is_empty() {
-        vec![Vec::new(); case.replicas.max(1)]
+        vec![Vec::new(); case.devices()]
     } else {
         case.inputs.clone()
     };

@@ -95,3 +95,35 @@ fn mismatched_collectives_are_a_deadlock_report_naming_each_chip() {
     );
     assert!(t.contains("chip0.core0.seq at pc"), "{t}");
 }
+
+#[test]
+fn spmd_modules_exported_from_jax_pass_on_the_evaluator_and_the_chip() {
+    // tests/spmd: jax.jit with shardings on 8 devices, compiled by XLA:CPU (num_partitions=8),
+    // per-device inputs and outputs from XLA:CPU (see tests/spmd/README.md).
+    let o = systole(&["conformance", "tests/spmd", "--engine", "eval"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("7 passed, 0 failed"), "{t}");
+    let o = systole(&["conformance", "tests/spmd", "--engine", "sim", "--json"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let last = t.trim_end().lines().last().unwrap_or_default();
+    assert!(last.contains(" 0 failed"), "{t}");
+    let start = t.find('{').expect("a JSON report");
+    let end = t.rfind('}').expect("a JSON report");
+    let j: serde_json::Value = serde_json::from_str(&t[start..=end]).expect("valid JSON");
+    for case in j["cases"].as_array().expect("cases") {
+        let name = case["case"].as_str().unwrap();
+        if case["status"] != "pass" {
+            // Only ops the chip does not run yet may skip, and they say so.
+            assert_eq!(case["status"], "unsupported", "{name}: {case}");
+            assert!(
+                case["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not supported on chip yet"),
+                "{name}: {case}"
+            );
+        }
+    }
+}

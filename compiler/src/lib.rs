@@ -56,12 +56,6 @@ pub struct Compiled {
 
 /// Compiles `module` (which must have passed [`hlo::verify`]) for `arch`.
 pub fn compile(module: &Module, arch: &ArchConfig, opts: &CompileOptions) -> CResult<Compiled> {
-    if module.config.num_partitions.unwrap_or(1) > 1 {
-        return Err(CompileError::unsupported(
-            "modules with more than one partition (SPMD; the pod issue)",
-            module.entry().span,
-        ));
-    }
     let mut m = module.clone();
     pass::run_pipeline(&mut m, opts.verify_between_passes)?;
     let (program, io, stats) = lower::Lowerer::run(&m, arch, opts)?;

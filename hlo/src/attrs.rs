@@ -83,6 +83,26 @@ pub enum ReplicaGroups {
         reshape_dims: Vec<i64>,
         transpose: Option<Vec<i64>>,
     },
+    /// `mesh['x'=2,'y'=4] {'y'}`: the devices of an iota mesh (device id = row-major index
+    /// over the axes) grouped along the listed axes or sub-axes; devices agreeing on every
+    /// other coordinate form one group, ordered row-major over the listed axes in the order
+    /// given; groups are listed in order of their lowest device.
+    Mesh {
+        /// Axis names and sizes, major to minor.
+        axes: Vec<(String, i64)>,
+        /// The axes (or sub-axes) a group spans.
+        refs: Vec<MeshAxisRef>,
+    },
+}
+
+/// One axis of a mesh replica-group list: a whole axis, or its sub-axis `'x':(pre)size`
+/// (axis `x` of size `n` seen as `[pre, size, n / (pre·size)]`, major to minor).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MeshAxisRef {
+    /// Index into the mesh's axes.
+    pub axis: usize,
+    /// `(pre-size, size)` of a sub-axis.
+    pub sub: Option<(i64, i64)>,
 }
 
 impl ReplicaGroups {
@@ -139,8 +159,70 @@ impl ReplicaGroups {
                         .collect(),
                 )
             }
+            ReplicaGroups::Mesh { axes, refs } => mesh_groups(axes, refs),
         }
     }
+}
+
+/// The groups of a [`ReplicaGroups::Mesh`]; `None` if malformed (a size below 1, a sub-axis
+/// that does not divide its axis, axes listed twice or overlapping, more than 2^24 devices).
+fn mesh_groups(axes: &[(String, i64)], refs: &[MeshAxisRef]) -> Option<Vec<Vec<i64>>> {
+    if refs.is_empty() || axes.iter().any(|a| a.1 < 1) {
+        return None;
+    }
+    let total = axes.iter().try_fold(1i64, |a, x| a.checked_mul(x.1))?;
+    if total > 1 << 24 {
+        return None;
+    }
+    // Per ref: (axis, stride within the axis index, size).
+    let mut parts = Vec::with_capacity(refs.len());
+    for r in refs {
+        let n = axes.get(r.axis)?.1;
+        let (pre, size) = r.sub.unwrap_or((1, n));
+        if pre < 1 || size < 1 || n % pre.checked_mul(size)? != 0 {
+            return None;
+        }
+        parts.push((r.axis, n / (pre * size), size));
+    }
+    let group_len = parts.iter().try_fold(1i64, |a, p| a.checked_mul(p.2))?;
+    let rank = axes.len();
+    let mut groups: Vec<Vec<i64>> = Vec::new();
+    // Group key (the device with every listed coordinate at 0) -> group index.
+    let mut index = std::collections::BTreeMap::new();
+    for d in 0..total {
+        // Mesh coordinates, row-major.
+        let mut coords = vec![0i64; rank];
+        let mut rest = d;
+        for i in (0..rank).rev() {
+            coords[i] = rest % axes[i].1;
+            rest /= axes[i].1;
+        }
+        let mut key_coords = coords.clone();
+        let mut pos = 0i64;
+        for &(axis, stride, size) in &parts {
+            let b = (coords[axis] / stride) % size;
+            key_coords[axis] -= b * stride;
+            pos = pos * size + b;
+        }
+        let key = key_coords
+            .iter()
+            .zip(axes)
+            .fold(0i64, |a, (c, x)| a * x.1 + c);
+        let g = *index.entry(key).or_insert_with(|| {
+            groups.push(vec![-1; group_len as usize]);
+            groups.len() - 1
+        });
+        let slot = &mut groups[g][pos as usize];
+        if *slot != -1 {
+            // Two devices at one position: the listed axes overlap.
+            return None;
+        }
+        *slot = d;
+    }
+    if groups.iter().flatten().any(|&x| x < 0) {
+        return None;
+    }
+    Some(groups)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -541,5 +623,62 @@ impl Attrs {
                 *c = f(*c);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod mesh_group_tests {
+    use super::*;
+
+    fn mesh(axes: &[(&str, i64)], refs: &[(usize, Option<(i64, i64)>)]) -> Option<Vec<Vec<i64>>> {
+        ReplicaGroups::Mesh {
+            axes: axes.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+            refs: refs
+                .iter()
+                .map(|&(axis, sub)| MeshAxisRef { axis, sub })
+                .collect(),
+        }
+        .expand()
+    }
+
+    #[test]
+    fn mesh_groups_span_the_listed_axes() {
+        let xy = [("x", 2), ("y", 2)];
+        assert_eq!(
+            mesh(&xy, &[(0, None)]).unwrap(),
+            vec![vec![0, 2], vec![1, 3]]
+        );
+        assert_eq!(
+            mesh(&xy, &[(1, None)]).unwrap(),
+            vec![vec![0, 1], vec![2, 3]]
+        );
+        // Both axes, in the order listed: y major.
+        assert_eq!(
+            mesh(&xy, &[(1, None), (0, None)]).unwrap(),
+            vec![vec![0, 2, 1, 3]]
+        );
+        // The 2x4 data x model mesh: groups over 'model' and over 'data'.
+        let dm = [("data", 2), ("model", 4)];
+        assert_eq!(
+            mesh(&dm, &[(1, None)]).unwrap(),
+            vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]
+        );
+        assert_eq!(
+            mesh(&dm, &[(0, None)]).unwrap(),
+            vec![vec![0, 4], vec![1, 5], vec![2, 6], vec![3, 7]]
+        );
+        // Sub-axes of an axis of 8 seen as [pre, size, rest]: 'x':(1)2 is the major half.
+        let x8 = [("x", 8)];
+        assert_eq!(
+            mesh(&x8, &[(0, Some((1, 2)))]).unwrap(),
+            vec![vec![0, 4], vec![1, 5], vec![2, 6], vec![3, 7]]
+        );
+        assert_eq!(
+            mesh(&x8, &[(0, Some((2, 4)))]).unwrap(),
+            vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]
+        );
+        // Malformed: a sub-axis that does not divide, an axis listed twice.
+        assert!(mesh(&x8, &[(0, Some((3, 2)))]).is_none());
+        assert!(mesh(&xy, &[(0, None), (0, None)]).is_none());
     }
 }

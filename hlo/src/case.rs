@@ -105,6 +105,13 @@ pub struct Stats {
     pub max_exclusive: Option<f64>,
 }
 
+impl Case {
+    /// Devices the case runs on: replicas × partitions (at least 1).
+    pub fn devices(&self) -> usize {
+        self.replicas.max(1).saturating_mul(self.partitions.max(1))
+    }
+}
+
 /// One `(channel_id, value)` host transfer.
 pub type HostTransfer = (i64, Literal);
 
@@ -115,6 +122,9 @@ pub struct Case {
     pub ops: Vec<String>,
     pub source: String,
     pub replicas: usize,
+    /// Partitions per replica (`"partitions"`, SPMD cases; default 1). `inputs`, `outputs`
+    /// and the host queues are listed per device, device = replica · partitions + partition.
+    pub partitions: usize,
     pub inputs: Vec<Vec<Literal>>,
     pub outputs: Vec<Literal>,
     pub check: Check,
@@ -513,6 +523,7 @@ pub fn parse_case_in(
             .unwrap_or("")
             .to_string(),
         replicas: v.get("replicas").and_then(Value::as_u64).unwrap_or(1) as usize,
+        partitions: v.get("partitions").and_then(Value::as_u64).unwrap_or(1) as usize,
         inputs: lit_lists(v.get("inputs"), "inputs", &r)?,
         outputs,
         check,

@@ -260,6 +260,15 @@ impl Module {
     pub fn replica_count(&self) -> i64 {
         self.config.replica_count.unwrap_or(1)
     }
+    /// Partitions per replica (SPMD), 1 unless the header says `num_partitions`.
+    pub fn num_partitions(&self) -> i64 {
+        self.config.num_partitions.unwrap_or(1)
+    }
+    /// Devices the module runs on: `replica_count × num_partitions` (at least 1), device
+    /// `replica · num_partitions + partition`.
+    pub fn num_devices(&self) -> usize {
+        (self.replica_count().max(1) as usize).saturating_mul(self.num_partitions().max(1) as usize)
+    }
     pub fn find_computation(&self, name: &str) -> Option<CompId> {
         self.comps
             .iter()

@@ -354,6 +354,27 @@ impl<'m> Printer<'m> {
                     self.out.push(')');
                 }
             }
+            ReplicaGroups::Mesh { axes, refs } => {
+                self.out.push_str("mesh[");
+                for (i, (name, size)) in axes.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(',');
+                    }
+                    let _ = write!(self.out, "'{name}'={size}");
+                }
+                self.out.push_str("] {");
+                for (i, r) in refs.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(',');
+                    }
+                    let name = axes.get(r.axis).map_or("?", |a| a.0.as_str());
+                    let _ = write!(self.out, "'{name}'");
+                    if let Some((pre, size)) = r.sub {
+                        let _ = write!(self.out, ":({pre}){size}");
+                    }
+                }
+                self.out.push('}');
+            }
         }
     }
     fn list_list<'x>(&mut self, l: impl Iterator<Item = &'x [i64]>) {

@@ -30,7 +30,7 @@
 use super::elementwise::{binary, chunks};
 use super::{Buf, Lowerer, Val, VPU_CHUNK};
 use crate::error::{CResult, CompileError};
-use hlo::eval::replica::groups::{all_groups, check_pairs};
+use hlo::eval::replica::groups::{all_groups, device_pairs};
 use hlo::{ElementType, InstId, Opcode};
 use isa::{Csr, DType, Inst, MemRef, SReg, Sem, Space, VAddr};
 
@@ -97,6 +97,30 @@ fn split3(dims: &[usize], d: usize) -> (usize, usize, usize) {
 
 impl Lowerer<'_> {
     fn replica_id(&mut self, h: InstId) -> CResult<Val> {
+        self.chip_coord(
+            h,
+            Inst::SDiv {
+                rd: R_PEER,
+                ra: R_PEER,
+                rb: R_ADDR,
+            },
+        )
+    }
+
+    fn partition_id(&mut self, h: InstId) -> CResult<Val> {
+        self.chip_coord(
+            h,
+            Inst::SRem {
+                rd: R_PEER,
+                ra: R_PEER,
+                rb: R_ADDR,
+            },
+        )
+    }
+
+    /// `replica-id` or `partition-id`: the chip's index (`s.csr replica_id`, the device
+    /// `r·P + p`) divided by or modulo `P` with `op`, stored as the scalar result.
+    fn chip_coord(&mut self, h: InstId, op: Inst) -> CResult<Val> {
         let (ty, dims) = self.out_shape(h)?;
         let buf = self.new_buf(h, ty, dims)?;
         self.e.seq_write(buf.access());
@@ -104,6 +128,11 @@ impl Lowerer<'_> {
             rd: R_PEER,
             csr: Csr::ReplicaId,
         });
+        self.e.seq(Inst::SLi {
+            rd: R_ADDR,
+            imm: self.devs.partitions as i64,
+        });
+        self.e.seq(op);
         let a = self.e.vaddr(buf.addr);
         self.e.seq(Inst::SSt {
             rs: R_PEER,
@@ -113,30 +142,16 @@ impl Lowerer<'_> {
         Ok(Val::Array(buf))
     }
 
-    fn partition_id(&mut self, h: InstId) -> CResult<Val> {
-        // One partition (modules with more are refused before lowering): always 0.
-        let (ty, dims) = self.out_shape(h)?;
-        let buf = self.new_buf(h, ty, dims)?;
-        self.e.seq_write(buf.access());
-        let a = self.e.vaddr(buf.addr);
-        self.e.seq(Inst::SSt {
-            rs: SReg(0),
-            addr: a,
-            t: self.vty(ty)?,
-        });
-        Ok(Val::Array(buf))
-    }
-
     /// The replica groups of `h`, all of one size.
     fn groups(&self, h: InstId) -> CResult<Vec<Vec<usize>>> {
         let inst = &self.comp().insts[h];
-        let g = all_groups(inst, self.replicas).map_err(|e| CompileError::Invalid {
+        let g = all_groups(inst, self.devs).map_err(|e| CompileError::Invalid {
             what: format!("%{}: {e}", inst.name),
             span: self.span,
         })?;
         let covered: usize = g.iter().map(|x| x.len()).sum();
-        if covered != self.replicas {
-            return Err(self.unsupported("replica groups that leave some replicas out"));
+        if covered != self.chips {
+            return Err(self.unsupported("replica groups that leave some devices out"));
         }
         if g.iter().any(|x| x.len() != g[0].len()) {
             return Err(self.unsupported("replica groups of different sizes"));
@@ -146,7 +161,7 @@ impl Lowerer<'_> {
 
     /// Per-replica ring records: position, next, previous, members.
     fn ring_records(&self, groups: &[Vec<usize>]) -> Vec<Vec<i64>> {
-        let mut recs = vec![Vec::new(); self.replicas];
+        let mut recs = vec![Vec::new(); self.chips];
         for grp in groups {
             let g = grp.len();
             for (p, &r) in grp.iter().enumerate() {
@@ -671,7 +686,7 @@ impl Lowerer<'_> {
             return Err(self.unsupported("collective-permute with several operands"));
         }
         let pairs = inst.attrs.source_target_pairs.clone().unwrap_or_default();
-        let pairs = check_pairs(&pairs, self.replicas).map_err(|e| CompileError::Invalid {
+        let pairs = device_pairs(inst, &pairs, self.devs).map_err(|e| CompileError::Invalid {
             what: format!("%{}: {e}", inst.name),
             span: self.span,
         })?;
@@ -694,7 +709,7 @@ impl Lowerer<'_> {
         tag: u32,
     ) -> CResult<()> {
         // Record: [source or -1, target or -1].
-        let mut recs = vec![vec![-1i64, -1]; self.replicas];
+        let mut recs = vec![vec![-1i64, -1]; self.chips];
         for &(s, d) in pairs {
             recs[d][0] = s as i64;
             recs[s][1] = d as i64;

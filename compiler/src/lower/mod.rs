@@ -146,12 +146,24 @@ pub struct Lowerer<'a> {
     hbm_home: Vec<Option<Slot>>,
     /// Work for cores other than 0, emitted after core 0's code.
     side: Vec<(usize, dot_stream::StreamDot)>,
-    /// Replicas (chips) the program runs on.
-    pub(crate) replicas: usize,
+    /// The devices (chips) the program runs on: replicas × partitions, chip `r·P + p`.
+    pub(crate) devs: hlo::eval::replica::groups::Devices,
+    /// Number of chips (`devs.n()`).
+    pub(crate) chips: usize,
     /// The next ICI tag a collective takes.
     pub(crate) coll_tag: u32,
     /// Device-to-device send/recv channels.
     pub(crate) chans: sendrecv::Channels,
+}
+
+/// The devices a verified module runs on (`replica_count × num_partitions`).
+pub fn devices(m: &Module) -> CResult<hlo::eval::replica::groups::Devices> {
+    let r = m.replica_count().max(1) as usize;
+    let p = m.config.num_partitions.unwrap_or(1).max(1) as usize;
+    Ok(hlo::eval::replica::groups::Devices {
+        replicas: r,
+        partitions: p,
+    })
 }
 
 /// Largest element count of one VPU instruction (its `n` field has 20 bits).
@@ -170,6 +182,7 @@ impl<'a> Lowerer<'a> {
         opts: &'a CompileOptions,
     ) -> CResult<(Program, IoMap, LowerStats)> {
         let c = m.entry();
+        let devs = devices(m)?;
         let order = c
             .post_order()
             .ok_or_else(|| CompileError::Internal("cyclic entry computation".into()))?;
@@ -203,7 +216,8 @@ impl<'a> Lowerer<'a> {
             stream: vec![None; c.insts.len()],
             hbm_home: vec![None; c.insts.len()],
             side: Vec::new(),
-            replicas: m.replica_count().max(1) as usize,
+            devs,
+            chips: devs.n(),
             coll_tag: 0,
             chans: Default::default(),
         };

@@ -94,7 +94,7 @@ impl Lowerer<'_> {
     /// The source-target pairs and ICI tag of channel `ch` (used by `h`).
     fn channel_plan(&mut self, h: InstId, ch: i64) -> CResult<(Vec<(usize, usize)>, u32)> {
         if self.chans.pairs.is_none() {
-            self.chans.pairs = Some(channel_pairs(self.m, self.replicas));
+            self.chans.pairs = Some(channel_pairs(self.m, self.devs));
         }
         let name = &self.comp().insts[h].name;
         let pairs = match self.chans.pairs.as_ref().and_then(|p| p.get(&ch)) {

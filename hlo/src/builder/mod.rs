@@ -130,6 +130,7 @@ impl XlaBuilder {
         let cx = InferCtx {
             called: &called,
             replica_count: self.replica_count.unwrap_or(1),
+            num_partitions: 1,
         };
         let shape = infer_shape(&cx, opcode, &shapes, &attrs, declared.as_ref())
             .map_err(|m| err(format!("{opcode}: {m}")))?;

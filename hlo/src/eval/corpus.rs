@@ -108,7 +108,7 @@ pub fn run_case(case: &Case, opts: &EvalOptions) -> Outcome {
                 .to_string(),
         );
     }
-    let n = case.replicas.max(1);
+    let n = case.devices();
     let mut inputs = Vec::with_capacity(n);
     for r in 0..n {
         let Some(args) = case.inputs.get(r) else {

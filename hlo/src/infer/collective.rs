@@ -137,9 +137,15 @@ pub(super) fn all_to_all(a: &Args) -> InferResult {
 }
 
 /// Checks `source_target_pairs`: ids in range, each source and each target at most once.
+/// The ids name partitions when the op has a `channel_id` and the module more than one
+/// partition (cross-partition mode), else replicas.
 fn check_pairs(a: &Args) -> InferResult<()> {
     let pairs = a.req(&a.attrs.source_target_pairs, "source_target_pairs")?;
-    let n = a.cx.replica_count;
+    let (what, n) = if a.attrs.channel_id.is_some() && a.cx.num_partitions > 1 {
+        ("partition", a.cx.num_partitions)
+    } else {
+        ("replica", a.cx.replica_count)
+    };
     let cap = super::replica_count_usize(n)?;
     let mut src = vec![false; cap];
     let mut dst = vec![false; cap];
@@ -147,7 +153,7 @@ fn check_pairs(a: &Args) -> InferResult<()> {
         for r in [s, t] {
             if r < 0 || r >= n {
                 return Err(format!(
-                    "replica id {r} in source_target_pairs is out of range: the module has replica_count={n}"
+                    "{what} id {r} in source_target_pairs is out of range: the module has {n} {what}s"
                 ));
             }
         }

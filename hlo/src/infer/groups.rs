@@ -1,25 +1,101 @@
-//! Replica groups and replica ids of collectives, checked against the replica count.
+//! Replica groups and ids of collectives, checked against the id space of the collective's
+//! group mode (XLA's `CollectiveOpGroupMode`):
+//!
+//! | `channel_id` | `use_global_device_ids` | mode | groups name | a group holds |
+//! |---|---|---|---|---|
+//! | absent | absent/false | cross-replica | replica ids | those replicas, per partition |
+//! | present | (op without the attribute: all-to-all, collective-permute, collective-broadcast) | cross-partition | partition ids | those partitions, per replica |
+//! | present | absent/false (all-reduce, reduce-scatter, all-gather) | cross-replica-and-partition | replica ids | every partition of those replicas |
+//! | present | true | flattened ids | device ids `r·P + p` | those devices |
+//!
+//! With one partition every mode names replica ids (a channel id changes nothing).
 
 use super::{Args, InferResult, MAX_REPLICAS};
+use crate::opcode::Opcode;
 
-/// Group size of a collective: the size of every replica group (all must be equal), or the
-/// replica count when no groups are given. Checks ids are in range and unique.
-pub(crate) fn group_size(a: &Args) -> InferResult<i64> {
-    let groups = match &a.attrs.replica_groups {
-        None => return Ok(a.cx.replica_count),
-        Some(g) => check_replica_groups(g, a.cx.replica_count)?,
-    };
-    if groups.is_empty() {
-        return Ok(a.cx.replica_count);
-    }
-    Ok(groups[0].len() as i64)
+/// XLA's collective group modes (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupMode {
+    CrossReplica,
+    CrossPartition,
+    CrossReplicaAndPartition,
+    FlattenedIds,
 }
 
-/// Expands and checks replica groups: ids in `[0, replica_count)`, each id in at most one
-/// group, no empty group, all groups the same size, and every replica named exactly once.
+/// Ops that carry `use_global_device_ids`.
+fn has_global_ids(op: Opcode) -> bool {
+    matches!(
+        op,
+        Opcode::AllReduce
+            | Opcode::AllReduceStart
+            | Opcode::ReduceScatter
+            | Opcode::AllGather
+            | Opcode::AllGatherStart
+    )
+}
+
+/// The group mode of a collective `op` with or without a channel id.
+pub fn group_mode(
+    op: Opcode,
+    has_channel: bool,
+    use_global_device_ids: Option<bool>,
+) -> InferResult<GroupMode> {
+    match (has_channel, use_global_device_ids) {
+        (false, Some(true)) => Err("use_global_device_ids=true needs a channel_id".into()),
+        (false, _) => Ok(GroupMode::CrossReplica),
+        (true, Some(true)) => Ok(GroupMode::FlattenedIds),
+        (true, _) if has_global_ids(op) => Ok(GroupMode::CrossReplicaAndPartition),
+        (true, _) => Ok(GroupMode::CrossPartition),
+    }
+}
+
+/// `(what the ids name, how many there are, devices per id in a group)` for `mode`.
+pub fn id_space(mode: GroupMode, replicas: i64, partitions: i64) -> (&'static str, i64, i64) {
+    match mode {
+        GroupMode::CrossReplica => ("replica", replicas, 1),
+        GroupMode::CrossPartition => ("partition", partitions, 1),
+        GroupMode::CrossReplicaAndPartition => ("replica", replicas, partitions),
+        GroupMode::FlattenedIds => ("device", replicas * partitions, 1),
+    }
+}
+
+/// Group size of a collective in devices: the size of every group (all must be equal), or
+/// the whole id space when no groups are given, times the partitions per replica in
+/// cross-replica-and-partition mode. Checks ids are in range and unique.
+pub(crate) fn group_size(a: &Args) -> InferResult<i64> {
+    let mode = group_mode(
+        a.op,
+        a.attrs.channel_id.is_some(),
+        a.attrs.use_global_device_ids,
+    )?;
+    let (what, n, per) = id_space(mode, a.cx.replica_count, a.cx.num_partitions);
+    let groups = match &a.attrs.replica_groups {
+        None => Vec::new(),
+        Some(g) => check_groups(g, n, what)?,
+    };
+    if groups.is_empty() {
+        if mode == GroupMode::FlattenedIds {
+            return Err("use_global_device_ids=true needs non-empty replica_groups".into());
+        }
+        return Ok(n * per);
+    }
+    Ok(groups[0].len() as i64 * per)
+}
+
+/// Expands and checks replica groups naming replica ids (see [`check_groups`]).
 pub fn check_replica_groups(
     g: &crate::attrs::ReplicaGroups,
     replica_count: i64,
+) -> InferResult<Vec<Vec<i64>>> {
+    check_groups(g, replica_count, "replica")
+}
+
+/// Expands and checks groups of `what` ids: ids in `[0, n)`, each id in at most one group, no
+/// empty group, all groups the same size, and every id named exactly once.
+pub fn check_groups(
+    g: &crate::attrs::ReplicaGroups,
+    replica_count: i64,
+    what: &str,
 ) -> InferResult<Vec<Vec<i64>>> {
     let groups = g.expand().ok_or_else(|| {
         "replica_groups in iota form [G,S]<=[dims]T(perm) is malformed (sizes must multiply to G*S and the transpose must be a permutation)".to_string()
@@ -43,22 +119,33 @@ pub fn check_replica_groups(
         for &r in grp {
             if r < 0 || r as u64 >= n as u64 {
                 return Err(format!(
-                    "replica id {r} in replica_groups is out of range: the module has replica_count={replica_count}"
+                    "{what} id {r} in replica_groups is out of range: the module has {}",
+                    space(what, replica_count)
                 ));
             }
             if std::mem::replace(&mut seen[r as usize], true) {
                 return Err(format!(
-                    "replica id {r} appears in more than one replica group"
+                    "{what} id {r} appears in more than one replica group"
                 ));
             }
         }
     }
     if let Some(missing) = seen.iter().position(|&s| !s) {
         return Err(format!(
-            "replica_groups must name every replica exactly once; replica {missing} is missing (replica_count={replica_count})"
+            "replica_groups must name every {what} exactly once; {what} {missing} is missing ({})",
+            space(what, replica_count)
         ));
     }
     Ok(groups)
+}
+
+/// How the size of an id space is written in messages.
+fn space(what: &str, n: i64) -> String {
+    match what {
+        "replica" => format!("replica_count={n}"),
+        "partition" => format!("num_partitions={n}"),
+        _ => format!("{n} devices (replica_count × num_partitions)"),
+    }
 }
 
 /// `replica_count` as a size, checked against [`MAX_REPLICAS`].

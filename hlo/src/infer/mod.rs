@@ -45,7 +45,7 @@ use crate::types::ElementType;
 /// Result of a shape rule: the shape, or a message saying what is wrong.
 pub type InferResult<T = Shape> = Result<T, String>;
 
-pub use groups::check_replica_groups;
+pub use groups::{check_groups, check_replica_groups, group_mode, id_space, GroupMode};
 pub(crate) use groups::{group_size, replica_count_usize};
 pub(crate) use window::{window_dims, window_out};
 
@@ -55,6 +55,8 @@ pub struct InferCtx<'a> {
     pub called: &'a dyn Fn(CompId) -> Option<ProgramShape>,
     /// Number of replicas the module runs on (bounds replica ids in collectives).
     pub replica_count: i64,
+    /// Number of partitions per replica (SPMD; bounds partition ids in collectives).
+    pub num_partitions: i64,
 }
 
 impl InferCtx<'_> {

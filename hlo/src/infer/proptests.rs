@@ -186,7 +186,7 @@ proptest! {
         replicas in 1i64..5,
         same in any::<bool>(),
     ) {
-        let cx = InferCtx { called: &sigs, replica_count: replicas };
+        let cx = InferCtx { called: &sigs, replica_count: replicas, num_partitions: 1 };
         let opcode = Opcode::ALL[op];
         // Bias towards the op's arity and identical operands so that deep rules run.
         let mut operands = operands;

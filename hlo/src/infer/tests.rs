@@ -12,6 +12,7 @@ fn cx() -> InferCtx<'static> {
     InferCtx {
         called: &no_calls,
         replica_count: 4,
+        num_partitions: 1,
     }
 }
 

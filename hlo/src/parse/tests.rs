@@ -569,3 +569,23 @@ fn hostile_inputs_fail_cleanly() {
         assert!(parse(t).is_err(), "{t:?}");
     }
 }
+
+#[test]
+fn mesh_replica_groups_parse_and_print_back() {
+    let text = "HloModule m, num_partitions=8\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT r = f32[4] all-reduce(x), channel_id=1, replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1'}, use_global_device_ids=true, to_apply=add\n}\n";
+    let m = crate::parse(text).unwrap();
+    let printed = crate::print::print(&m);
+    assert!(
+        printed.contains("replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1'}"),
+        "{printed}"
+    );
+    let r = m.entry().insts.values().last().unwrap();
+    assert_eq!(
+        r.attrs.replica_groups.as_ref().unwrap().expand().unwrap(),
+        vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]
+    );
+    // Unknown axis names are an error at their position.
+    let bad = text.replace("{'axis_1'}", "{'axis_9'}");
+    let e = crate::parse(&bad).unwrap_err().render("m.hlo", &bad);
+    assert!(e.contains("'axis_9' is not an axis of the mesh"), "{e}");
+}

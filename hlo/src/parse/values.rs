@@ -5,8 +5,8 @@
 
 use super::lexer::{Cursor, PResult};
 use crate::attrs::{
-    ConvDims, PadDim, Precision, ReplicaGroups, SliceDim, TransposeKind, TriangularSolveOptions,
-    WindowDim,
+    ConvDims, MeshAxisRef, PadDim, Precision, ReplicaGroups, SliceDim, TransposeKind,
+    TriangularSolveOptions, WindowDim,
 };
 
 impl<'a> Cursor<'a> {
@@ -298,6 +298,9 @@ impl<'a> Cursor<'a> {
 
     /// `{{0,1},{2,3}}` or `[G,S]<=[dims]` or `[G,S]<=[dims]T(perm)`.
     pub fn replica_groups(&mut self) -> PResult<ReplicaGroups> {
+        if self.eat_keyword("mesh")? {
+            return self.mesh_replica_groups();
+        }
         if self.peek()? == Some(b'[') {
             let group_dims = self.bracket_list()?;
             if !self.eat_str("<=")? {
@@ -327,6 +330,69 @@ impl<'a> Cursor<'a> {
             });
         }
         Ok(ReplicaGroups::List(self.i64_list_list()?))
+    }
+
+    /// After `mesh`: `['x'=2,'y'=4] {'y','x':(1)2}` (names quoted with `'` or bare).
+    fn mesh_replica_groups(&mut self) -> PResult<ReplicaGroups> {
+        self.expect(b'[', "'[' after 'mesh' in replica_groups")?;
+        let mut axes: Vec<(String, i64)> = Vec::new();
+        loop {
+            let name = self.mesh_axis_name()?;
+            if axes.iter().any(|a| a.0 == name) {
+                return self.expected("a mesh axis name not listed before");
+            }
+            self.expect(b'=', "'=' after a mesh axis name")?;
+            let size = self.uint("a mesh axis size")?;
+            axes.push((name, size));
+            if self.eat(b']')? {
+                break;
+            }
+            self.expect(b',', "',' or ']' in the mesh axes")?;
+        }
+        self.expect(b'{', "'{' and the grouped axes after the mesh")?;
+        let mut refs = Vec::new();
+        loop {
+            let at = self.pos;
+            let name = self.mesh_axis_name()?;
+            let Some(axis) = axes.iter().position(|a| a.0 == name) else {
+                return self.err_at(at, format!("'{name}' is not an axis of the mesh"));
+            };
+            let sub = if self.eat(b':')? {
+                self.expect(b'(', "'(' and a pre-size in a sub-axis 'x':(pre)size")?;
+                let pre = self.uint("a sub-axis pre-size")?;
+                self.expect(b')', "')' after the sub-axis pre-size")?;
+                Some((pre, self.uint("a sub-axis size")?))
+            } else {
+                None
+            };
+            refs.push(MeshAxisRef { axis, sub });
+            if self.eat(b'}')? {
+                break;
+            }
+            self.expect(b',', "',' or '}' in the grouped axes")?;
+        }
+        Ok(ReplicaGroups::Mesh { axes, refs })
+    }
+
+    fn mesh_axis_name(&mut self) -> PResult<String> {
+        if self.peek()? == Some(b'\'') {
+            self.pos += 1;
+            let start = self.pos;
+            while self
+                .src
+                .get(self.pos)
+                .is_some_and(|&b| b != b'\'' && b != b'\n')
+            {
+                self.pos += 1;
+            }
+            if self.src.get(self.pos) != Some(&b'\'') {
+                return self.err_at(start - 1, "unterminated quoted mesh axis name");
+            }
+            let name = self.text[start..self.pos].to_string();
+            self.pos += 1;
+            return Ok(name);
+        }
+        Ok(self.ident("a mesh axis name")?.to_string())
     }
 
     /// `{{0,1},{1,0}}` pairs.

@@ -2,8 +2,9 @@
 //! later stage (evaluator, compiler, simulator) may rely on them.
 //!
 //! Checks, in order:
-//! 1. module header: `replica_count` in range, `num_partitions` (SPMD) refused as not
-//!    supported yet;
+//! 1. module header: `replica_count`, `num_partitions` and their product (devices) in range;
+//!    collective groups are checked in the id space of their group mode
+//!    ([`crate::infer::GroupMode`]);
 //! 2. structure ([`structure`]): unique computation and instruction names, an entry
 //!    computation, roots present, operand and control-predecessor handles in range, an
 //!    acyclic operand graph, parameter numbers dense from 0 and unique, called computations
@@ -46,13 +47,17 @@ pub fn verify(m: &Module) -> Result<(), Error> {
             ),
         );
     }
-    if m.config.num_partitions.is_some_and(|p| p != 1) {
+    let np = m.config.num_partitions.unwrap_or(1);
+    if !(1..=MAX_REPLICAS).contains(&np) || rc.saturating_mul(np) > MAX_REPLICAS {
         push(
             0,
             0,
             Diagnostic::new(
                 Span::NONE,
-                "not supported yet: num_partitions other than 1 (SPMD-partitioned modules)",
+                format!(
+                    "num_partitions={np} must be in 1..={MAX_REPLICAS}, and replica_count × \
+                     num_partitions (devices) at most {MAX_REPLICAS}"
+                ),
             ),
         );
     }
@@ -64,6 +69,7 @@ pub fn verify(m: &Module) -> Result<(), Error> {
         let cx = InferCtx {
             called: &called,
             replica_count: rc.clamp(1, MAX_REPLICAS),
+            num_partitions: np.clamp(1, MAX_REPLICAS),
         };
         purity::check(m, &mut push);
         for (ci, comp) in m.comps.iter() {

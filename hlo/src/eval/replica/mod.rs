@@ -6,9 +6,10 @@
 //!   number on each replica), so collectives in loops pair up iteration by iteration and
 //!   collectives with different channel ids never match; reductions fold in group order, so
 //!   results are bit-identical on every member and in every run;
-//! - `replica_groups` absent or `{}` = all replicas; list and iota forms via
-//!   [`crate::attrs::ReplicaGroups::expand`]; `num_partitions > 1` is not supported yet, and
-//!   `partition-id` is 0;
+//! - a module runs on `replica_count × num_partitions` devices (device `r · P + p`, one thread
+//!   each); `replica_groups` and permute pairs are read in XLA's four group modes
+//!   ([`groups`]); absent or `{}` = all ids; list and iota forms via
+//!   [`crate::attrs::ReplicaGroups::expand`];
 //! - infeed/outfeed and host send/recv use each replica's [`HostIo`] queues; device-to-device
 //!   send/recv find their peer in `_xla_send_recv_source_target_pairs` (see [`rt`]);
 //! - **deadlock**: when every replica is finished or waiting and no wait can be satisfied, the
@@ -39,8 +40,8 @@ const REPLICA_STACK_BYTES: usize = 64 << 20;
 /// Most replicas one run starts (one OS thread each).
 pub const MAX_REPLICAS: usize = 4096;
 
-/// Runs `module` on `replicas.len()` replicas concurrently; one input and one output per
-/// replica, in replica order. Works for one replica too (then it differs from
+/// Runs `module` on `replicas.len()` devices (replicas × partitions) concurrently; one input
+/// and one output per device, in device order (`replica · num_partitions + partition`). Works for one replica too (then it differs from
 /// [`crate::eval::evaluate`] only in reporting waits as deadlocks with the per-replica report).
 pub fn run_replicas(
     module: &Module,
@@ -58,16 +59,9 @@ pub fn run_replicas(
             "{n} replicas requested; the evaluator runs at most {MAX_REPLICAS} (one thread each)"
         )));
     }
-    if let Some(c) = module.config.replica_count {
-        if c != n as i64 {
-            return Err(EvalError::bad_input(format!(
-                "the module declares replica_count={c} but {n} replicas were requested"
-            )));
-        }
-    }
-    groups::check_partitions(module)?;
+    let devs = groups::Devices::of(module, n)?;
     let hub = Hub::new(n);
-    let pairs = rt::channel_pairs(module, n);
+    let pairs = rt::channel_pairs(module, devs);
     // Replicas run at once: each gets an equal share of the memory and work budget.
     let mut opts = opts.clone();
     opts.budget = opts.budget.share(n as u64);
@@ -94,7 +88,7 @@ pub fn run_replicas(
                         me,
                         armed: true,
                     };
-                    let mut rt = ReplicaRuntime::new(me, n, hub, pairs, input.io);
+                    let mut rt = ReplicaRuntime::new(me, devs, hub, pairs, input.io);
                     let res = evaluator.run(&input.args, &mut rt);
                     guard.armed = false;
                     match &res {

@@ -19,7 +19,7 @@
 //! order); the queues are FIFO per channel and peer pair.
 
 use super::collectives as coll;
-use super::groups::{check_pairs, group_of, pair_participants, send_recv_pairs};
+use super::groups::{device_pairs, group_of, pair_participants, send_recv_pairs, Devices};
 use super::hub::{list, CollIdent, CollKey, Hub, MailKey};
 use crate::eval::error::{EResult, EvalError};
 use crate::eval::runtime::{Combine, HostIo, RngState, Runtime};
@@ -34,8 +34,8 @@ use std::sync::Arc;
 /// the module. `Err` holds a message for channels whose instructions disagree or are malformed.
 pub type ChannelPairs = BTreeMap<i64, Result<Vec<(usize, usize)>, String>>;
 
-/// Builds the [`ChannelPairs`] table of a module for `n` replicas.
-pub fn channel_pairs(module: &Module, n: usize) -> ChannelPairs {
+/// Builds the [`ChannelPairs`] table (device pairs) of a module on `devs`.
+pub fn channel_pairs(module: &Module, devs: Devices) -> ChannelPairs {
     let mut table = ChannelPairs::new();
     for comp in module.comps.values() {
         for inst in comp.insts.values() {
@@ -48,7 +48,7 @@ pub fn channel_pairs(module: &Module, n: usize) -> ChannelPairs {
                 continue;
             };
             let pairs = match send_recv_pairs(inst)
-                .and_then(|p| p.map(|p| check_pairs(&p, n)).transpose())
+                .and_then(|p| p.map(|p| device_pairs(inst, &p, devs)).transpose())
             {
                 Ok(Some(p)) => Ok(p),
                 Ok(None) => continue,
@@ -74,7 +74,7 @@ pub fn channel_pairs(module: &Module, n: usize) -> ChannelPairs {
 /// The runtime of replica `me` of `n`.
 pub struct ReplicaRuntime<'h> {
     me: usize,
-    n: usize,
+    devs: Devices,
     hub: &'h Hub,
     pairs: &'h ChannelPairs,
     pub io: HostIo,
@@ -126,10 +126,17 @@ fn check_shape(what: &str, v: &Literal, shape: &Shape) -> EResult<()> {
 }
 
 impl<'h> ReplicaRuntime<'h> {
-    pub fn new(me: usize, n: usize, hub: &'h Hub, pairs: &'h ChannelPairs, io: HostIo) -> Self {
+    /// The runtime of device `me` of `devs`.
+    pub fn new(
+        me: usize,
+        devs: Devices,
+        hub: &'h Hub,
+        pairs: &'h ChannelPairs,
+        io: HostIo,
+    ) -> Self {
         ReplicaRuntime {
             me,
-            n,
+            devs,
             hub,
             pairs,
             io,
@@ -195,10 +202,13 @@ impl<'h> ReplicaRuntime<'h> {
 
 impl Runtime for ReplicaRuntime<'_> {
     fn replica_id(&self) -> i64 {
-        self.me as i64
+        self.devs.coords(self.me).0 as i64
+    }
+    fn partition_id(&self) -> i64 {
+        self.devs.coords(self.me).1 as i64
     }
     fn replica_count(&self) -> i64 {
-        self.n as i64
+        self.devs.replicas as i64
     }
 
     fn collective(
@@ -214,26 +224,26 @@ impl Runtime for ReplicaRuntime<'_> {
         }
         match sync_kind(inst.opcode) {
             O::AllReduce => {
-                let group = group_of(inst, self.me, self.n)?;
+                let group = group_of(inst, self.me, self.devs)?;
                 let c = self.exchange(inst, group, coll::contribution(operands))?;
                 coll::all_reduce(&c, n_ops, combine)
             }
             O::ReduceScatter => {
                 let dim = need_dim(inst)?;
-                let group = group_of(inst, self.me, self.n)?;
+                let group = group_of(inst, self.me, self.devs)?;
                 let pos = group.iter().position(|&m| m == self.me).unwrap_or(0);
                 let c = self.exchange(inst, group, coll::contribution(operands))?;
                 coll::reduce_scatter(&c, n_ops, dim, pos, combine)
             }
             O::AllGather => {
                 let dim = need_dim(inst)?;
-                let group = group_of(inst, self.me, self.n)?;
+                let group = group_of(inst, self.me, self.devs)?;
                 let c = self.exchange(inst, group, coll::contribution(operands))?;
                 coll::all_gather(&c, n_ops, dim)
             }
             O::AllToAll => {
                 let dim = one_dim(inst)?;
-                let group = group_of(inst, self.me, self.n)?;
+                let group = group_of(inst, self.me, self.devs)?;
                 let pos = group.iter().position(|&m| m == self.me).unwrap_or(0);
                 let c = self.exchange(inst, group, coll::contribution(operands))?;
                 match dim {
@@ -242,7 +252,7 @@ impl Runtime for ReplicaRuntime<'_> {
                 }
             }
             O::CollectiveBroadcast => {
-                let group = group_of(inst, self.me, self.n)?;
+                let group = group_of(inst, self.me, self.devs)?;
                 let c = self.exchange(inst, group, coll::contribution(operands))?;
                 Ok(coll::collective_broadcast(&c))
             }
@@ -253,7 +263,7 @@ impl Runtime for ReplicaRuntime<'_> {
                     ));
                 }
                 let raw = inst.attrs.source_target_pairs.as_deref().unwrap_or(&[]);
-                let pairs = check_pairs(raw, self.n)?;
+                let pairs = device_pairs(inst, raw, self.devs)?;
                 let source = pairs.iter().find(|&&(_, t)| t == self.me).map(|&(s, _)| s);
                 let group = pair_participants(&pairs);
                 if !group.contains(&self.me) {
