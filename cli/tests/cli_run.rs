@@ -162,7 +162,7 @@ fn conformance_on_the_chip_has_no_failures() {
         .collect();
     assert_eq!(nums.len(), 3, "{last}");
     assert_eq!(nums[1], 0, "{last}");
-    assert!(nums[0] >= 72, "{last}");
+    assert!(nums[0] >= 74, "{last}");
     assert_eq!(nums.iter().sum::<usize>(), 109, "{last}");
     // Every skip names what is missing.
     for l in out.lines().filter(|l| l.starts_with("SKIP")) {
@@ -281,4 +281,25 @@ fn run_trace_is_chrome_json_with_slices_named_by_hlo_op() {
         assert!(cats.contains(unit), "no {unit} slices: {cats:?}");
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn dynamic_slices_of_many_box_shapes_match_the_evaluator() {
+    // Rank-5 boxes (split over several DMAs), merged and size-1 dimensions, bf16, u8 and s64
+    // starts, starts clamped from below and above; in-range starts vary with the seed.
+    for seed in ["1", "2", "3", "4"] {
+        let o = systole(&[
+            "run",
+            "tests/chip/dynamic_slice_shapes.hlo",
+            "--random",
+            seed,
+            "--rtol",
+            "0",
+            "--atol",
+            "0",
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "seed {seed}: {out}\n{err}");
+        assert!(out.contains("outputs match the evaluator"), "{out}");
+    }
 }

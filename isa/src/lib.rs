@@ -34,6 +34,7 @@ pub use operand::{
 };
 pub use program::{
     ChunkOffsets, DataSegment, DmaDesc, DmaDim, Program, ProgramError, Region, SymbolRange,
+    MAX_DMA_DIMS,
 };
 pub use table::{Inst, Opcode, TABLE};
 pub use word::{DecodeError, EncodeError, Word, OPCODE_BITS, WORD_BITS};

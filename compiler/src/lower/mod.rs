@@ -18,6 +18,7 @@ pub mod control;
 pub mod conv;
 pub mod dot;
 pub mod dot_stream;
+pub mod dynamic;
 pub mod elementwise;
 pub mod emit;
 pub mod movement;
@@ -391,6 +392,9 @@ impl<'a> Lowerer<'a> {
                     return Ok(v);
                 }
                 if let Some(v) = movement::lower(self, h)? {
+                    return Ok(v);
+                }
+                if let Some(v) = dynamic::lower(self, h)? {
                     return Ok(v);
                 }
                 if let Some(v) = reduce::lower(self, h)? {
