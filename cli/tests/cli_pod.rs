@@ -75,6 +75,25 @@ fn send_recv_between_replicas_matches_the_evaluator() {
 }
 
 #[test]
+fn async_collective_forms_and_collective_broadcast_match_the_evaluator() {
+    // all-reduce/all-gather/collective-permute start+done, async-start wrapping an all-reduce
+    // (run synchronously on chip), collective-broadcast from a group's first member.
+    let o = systole(&[
+        "run",
+        "tests/pod/async_and_broadcast.hlo",
+        "--random",
+        "3",
+        "--rtol",
+        "1e-6",
+        "--atol",
+        "1e-6",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("outputs match the evaluator"), "{t}");
+}
+
+#[test]
 fn mismatched_collectives_are_a_deadlock_report_naming_each_chip() {
     // Replica 0 enters an all-reduce the other three never join.
     let o = systole(&[

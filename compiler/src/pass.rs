@@ -16,6 +16,7 @@ pub trait Pass {
 /// The passes, in order.
 pub fn pipeline() -> Vec<Box<dyn Pass>> {
     vec![
+        Box::new(crate::passes::sync_async::SyncAsync),
         Box::new(crate::passes::inline_calls::InlineCalls),
         Box::new(crate::passes::simplify::Simplify),
         Box::new(crate::passes::dce::Dce),

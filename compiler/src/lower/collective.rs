@@ -26,6 +26,10 @@
 //! * all-to-all: every member posts `g` receives and `g` sends at once.
 //! * collective-permute: a receive from the chip's source (or zeros if it has none) and a send
 //!   to its target (if any), chosen by branches on the record.
+//! * collective-broadcast: the group's first member sends to every other member at once.
+//!
+//! Async forms (`*-start`/`*-done`, `async-start`/`async-done`) reach this file as their
+//! synchronous ops ([`crate::passes::sync_async`]): no overlap with compute yet.
 
 use super::elementwise::{binary, chunks};
 use super::{Buf, Lowerer, Val, VPU_CHUNK};
@@ -82,6 +86,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         Opcode::AllGather => l.all_gather(h)?,
         Opcode::AllToAll => l.all_to_all(h)?,
         Opcode::CollectivePermute => l.collective_permute(h)?,
+        Opcode::CollectiveBroadcast => l.collective_broadcast(h)?,
         _ => return Ok(None),
     }))
 }
@@ -563,6 +568,70 @@ impl Lowerer<'_> {
         self.chunk_addr(0, g as u64, ce * w, stage.addr);
         let pieces = self.runtime_vpu(RtVpu::Store, out.addr, ce, t, w, 0);
         self.wait(0, pieces);
+        self.coll_end();
+        Ok(Val::Array(out))
+    }
+
+    /// Every member gets the operand of its group's first member: the root sends it to each
+    /// other member (`g − 1` sends at once, sharing the root's links), the others receive.
+    fn collective_broadcast(&mut self, h: InstId) -> CResult<Val> {
+        let ops = &self.comp().insts[h].operands;
+        if ops.len() != 1 {
+            return Err(self.unsupported("collective-broadcast of several operands"));
+        }
+        let x = self.arr(ops[0])?;
+        let (ty, dims) = self.out_shape(h)?;
+        let groups = self.groups(h)?;
+        let g = groups[0].len();
+        let t = self.vty(ty)?;
+        let out = self.new_buf(h, ty, dims)?;
+        let recs = self.ring_records(&groups);
+        let tag = self.next_tag();
+        self.coll_begin(&recs)?;
+        let (not_root, done) = (self.e.b.new_label(), self.e.b.new_label());
+        self.e.b.emit_branch(
+            Inst::Bne {
+                ra: R_POS,
+                rb: SReg(0),
+                target: isa::Target(0),
+            },
+            not_root,
+        );
+        // The root: send to members 1..g, keep its own operand.
+        for k in 1..g {
+            let m = self.e.memref(Space::Vmem, x.addr);
+            self.post(true, F_MEMBERS + k, m, x.bytes(), tag, 0);
+        }
+        let mut pieces = 0;
+        for (s, k) in chunks(out.elems()) {
+            let off = s * ty.byte_size() as u64;
+            let (dst, a) = (self.e.vaddr(out.addr + off), self.e.vaddr(x.addr + off));
+            self.e.seq(Inst::VMov {
+                dst,
+                a,
+                n: k,
+                t,
+                wait: None,
+                signal: Some(Sem(1)),
+            });
+            pieces += 1;
+        }
+        self.wait(1, pieces);
+        self.wait(0, g as u32 - 1);
+        self.e.b.emit_branch(
+            Inst::Jmp {
+                target: isa::Target(0),
+            },
+            done,
+        );
+        // Everyone else: receive from the root.
+        self.e.b.bind(not_root);
+        self.e.join();
+        let m = self.e.memref(Space::Vmem, out.addr);
+        self.post(false, F_MEMBERS, m, out.bytes(), tag, 0);
+        self.wait(0, 1);
+        self.e.b.bind(done);
+        self.e.join();
         self.coll_end();
         Ok(Val::Array(out))
     }

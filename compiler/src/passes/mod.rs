@@ -3,6 +3,7 @@
 pub mod dce;
 pub mod inline_calls;
 pub mod simplify;
+pub mod sync_async;
 
 use hlo::{Computation, InstId};
 

@@ -128,6 +128,53 @@ pub(super) fn custom_call(a: &Args) -> InferResult {
     Ok(a.declared()?.clone())
 }
 
+/// `async-start(ops), calls=C`: `((ops...), C's result, contexts...)`; the contexts come from
+/// the declared shape (XLA lets backends choose them), else one `s32[]`.
+pub(super) fn async_start(a: &Args) -> InferResult {
+    let sig = a.comp(a.attrs.calls, "calls")?;
+    let ops = operand_shapes(a, 0);
+    check_signature(&sig, &ops, None, "async-start calls")?;
+    let head = [Shape::Tuple(ops), sig.result];
+    match a.declared {
+        Some(Shape::Tuple(t)) if t.len() >= 2 => {
+            if !t[0].compatible(&head[0]) || !t[1].compatible(&head[1]) {
+                return Err(format!(
+                    "async-start must be ((operands), result, contexts...) = ({}, {}, ...), got {}",
+                    head[0],
+                    head[1],
+                    Shape::Tuple(t.clone())
+                ));
+            }
+            Ok(Shape::Tuple(t.clone()))
+        }
+        Some(d) => Err(format!(
+            "async-start must be a tuple ((operands), result, contexts...), got {d}"
+        )),
+        None => {
+            let mut t = head.to_vec();
+            t.push(Shape::scalar(ElementType::S32));
+            Ok(Shape::Tuple(t))
+        }
+    }
+}
+
+/// `async-update(start)`: the start's tuple, unchanged.
+pub(super) fn async_update(a: &Args) -> InferResult {
+    match a.ops[0].as_tuple() {
+        Some(t) if t.len() >= 2 => Ok(a.ops[0].clone()),
+        _ => Err(format!(
+            "{} needs the ((operands), result, contexts...) tuple of async-start, got {}",
+            a.op, a.ops[0]
+        )),
+    }
+}
+
+/// `async-done(start)`: the wrapped computation's result.
+pub(super) fn async_done(a: &Args) -> InferResult {
+    async_update(a)?;
+    Ok(a.ops[0].as_tuple().expect("checked")[1].clone())
+}
+
 pub(super) fn copy_start(a: &Args) -> InferResult {
     let x = a.ops[0].clone();
     Ok(Shape::Tuple(vec![

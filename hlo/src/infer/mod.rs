@@ -182,7 +182,9 @@ fn rule(a: &Args) -> InferResult {
         O::While => control::while_(a),
         O::Conditional => control::conditional(a),
         O::CustomCall => control::custom_call(a),
-        O::AsyncStart | O::AsyncUpdate | O::AsyncDone => Err(unsupported(opcode.name())),
+        O::AsyncStart => control::async_start(a),
+        O::AsyncUpdate => control::async_update(a),
+        O::AsyncDone => control::async_done(a),
         O::CopyStart => control::copy_start(a),
         O::CopyDone => control::copy_done(a),
 
