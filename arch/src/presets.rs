@@ -5,6 +5,8 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("tpu-v1", include_str!("../presets/tpu-v1.json")),
     ("tpu-v4", include_str!("../presets/tpu-v4.json")),
     ("tpu-v5e", include_str!("../presets/tpu-v5e.json")),
+    ("tpu-v5p", include_str!("../presets/tpu-v5p.json")),
+    ("tpu-v6e", include_str!("../presets/tpu-v6e.json")),
     ("mini", include_str!("../presets/mini.json")),
 ];
 

@@ -12,11 +12,106 @@ fn every_preset_loads_and_validates() {
 
 #[test]
 fn preset_peaks_match_public_figures() {
-    // Published peaks: TPUv1 92 TOPS, v4 275 TFLOPS, v5e 197 TFLOPS (within 1%).
-    for (name, peak) in [("tpu-v1", 92e12), ("tpu-v4", 275e12), ("tpu-v5e", 197e12)] {
+    // Published peaks: TPUv1 92 TOPS, v4 275 TFLOPS, v5e 197 TFLOPS, v5p 459 TFLOPS, v6e 918
+    // TFLOPS (within 1%).
+    for (name, peak) in [
+        ("tpu-v1", 92e12),
+        ("tpu-v4", 275e12),
+        ("tpu-v5e", 197e12),
+        ("tpu-v5p", 459e12),
+        ("tpu-v6e", 918e12),
+    ] {
         let c = ArchConfig::preset(name).unwrap();
         let got = c.peak_ops_per_second();
         assert!((got / peak - 1.0).abs() < 0.01, "{name}: {got} vs {peak}");
+    }
+}
+
+#[test]
+fn ici_links_match_published_per_chip_bandwidth() {
+    // Google Cloud TPU pages: bidirectional ICI bandwidth per chip (GB/s) and ports per chip;
+    // per link per direction = total / links / 2. v4 has no per-chip figure: its pod
+    // all-reduce bandwidth (1.1 PB/s over 4096 chips) is per chip, links x one direction.
+    for (name, links, bidi_per_chip) in [
+        ("tpu-v5e", 4, 400.0),
+        ("tpu-v5p", 6, 1200.0),
+        ("tpu-v6e", 4, 800.0),
+        ("tpu-v4", 6, 2.0 * 1.1e6 / 4096.0),
+    ] {
+        let c = ArchConfig::preset(name).unwrap();
+        assert_eq!(c.ici.links_per_chip, links, "{name}");
+        let got = 2.0 * links as f64 * c.ici.gbps_per_link;
+        assert!(
+            (got / bidi_per_chip - 1.0).abs() < 0.01,
+            "{name}: {got} vs {bidi_per_chip}"
+        );
+        assert!(!c.is_guessed("ici.gbps_per_link"), "{name}");
+        assert!(
+            c.is_guessed("ici.hop_latency_ns"),
+            "{name}: no public figure"
+        );
+    }
+}
+
+#[test]
+fn ici_default_slices_follow_the_wraparound_rules() {
+    // v4/v5p: a full 4x4x4 cube wraps on every axis (optical switches); v5e/v6e: an axis wraps
+    // only when it spans the full 16 chips of the pod, so the default is the full 16x16 pod.
+    for (name, topo, dims) in [
+        ("tpu-v4", Topology::Torus3d, vec![4, 4, 4]),
+        ("tpu-v5p", Topology::Torus3d, vec![4, 4, 4]),
+        ("tpu-v5e", Topology::Torus2d, vec![16, 16]),
+        ("tpu-v6e", Topology::Torus2d, vec![16, 16]),
+    ] {
+        let c = ArchConfig::preset(name).unwrap();
+        assert_eq!(c.ici.topology, topo, "{name}");
+        assert_eq!(c.ici.dims, dims, "{name}");
+        assert!(c.ici.wrap.is_empty(), "{name}: every dimension wraps");
+    }
+    // The full pods and the no-wrap sub-slices the notes describe resolve.
+    let v5p = ArchConfig::resolve("tpu-v5p", &["ici.dims=[16,20,28]"]).unwrap();
+    assert_eq!(v5p.ici.chips(), 8960);
+    let v6e = ArchConfig::resolve(
+        "tpu-v6e",
+        &[
+            r#"ici={"topology":"torus2d","dims":[4,4],"links_per_chip":4,"gbps_per_link":100,"hop_latency_ns":1000,"wrap":[false,false]}"#,
+            "ici.dims=[8,16]",
+            "ici.wrap=[false,true]",
+        ],
+    )
+    .unwrap();
+    assert_eq!(v6e.ici.wrap, vec![false, true]);
+    assert_eq!(v6e.ici.chips(), 128);
+}
+
+#[test]
+fn every_preset_has_the_same_keys() {
+    // arch/PRESETS.md lists one row per key of the first preset: every preset must have the
+    // same leaves (e.g. all or none list ici.wrap).
+    fn keys(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    keys(&format!("{prefix}.{k}"), x, out);
+                }
+            }
+            _ => out.push(prefix.to_string()),
+        }
+    }
+    let all: Vec<Vec<String>> = PRESETS
+        .iter()
+        .map(|(n, _)| {
+            let mut out = Vec::new();
+            keys(
+                "",
+                &serde_json::to_value(ArchConfig::preset(n).unwrap()).unwrap(),
+                &mut out,
+            );
+            out
+        })
+        .collect();
+    for (k, (name, _)) in PRESETS.iter().enumerate() {
+        assert_eq!(all[k], all[0], "{name} vs {}", PRESETS[0].0);
     }
 }
 

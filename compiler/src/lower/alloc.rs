@@ -20,6 +20,11 @@ pub struct Vmem {
     pub in_use: u64,
     /// Peak of `in_use`.
     pub peak: u64,
+    /// End of the highest byte any buffer has used so far.
+    high: u64,
+    /// Start of the static region at the top (`cap` when empty): program-image data that is
+    /// in VMEM from the start, so no buffer may ever have used it.
+    floor: u64,
 }
 
 impl Vmem {
@@ -30,6 +35,8 @@ impl Vmem {
             free: vec![(0, cap)],
             in_use: 0,
             peak: 0,
+            high: 0,
+            floor: cap,
         }
     }
 
@@ -48,6 +55,31 @@ impl Vmem {
         } else {
             self.free[k] = (start + n, len - n);
         }
+        self.in_use += n;
+        self.peak = self.peak.max(self.in_use);
+        self.high = self.high.max(start + n);
+        Some(start)
+    }
+
+    /// `bytes` at the top of VMEM for the whole program (never freed), disjoint from every
+    /// buffer allocated so far or later; `None` if buffers already used those bytes.
+    pub fn alloc_static(&mut self, bytes: u64) -> Option<u64> {
+        let n = align(bytes.max(1));
+        let start = self.floor.checked_sub(n)?;
+        if start < self.high {
+            return None;
+        }
+        // The top free block must reach the floor (everything between `high` and the floor is
+        // free: nothing was ever allocated there).
+        let last = self.free.last_mut()?;
+        if last.0 > start || last.0 + last.1 != self.floor {
+            return None;
+        }
+        last.1 -= n;
+        if last.1 == 0 {
+            self.free.pop();
+        }
+        self.floor = start;
         self.in_use += n;
         self.peak = self.peak.max(self.in_use);
         Some(start)
@@ -99,6 +131,23 @@ impl Hbm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn static_blocks_come_from_the_top_and_avoid_every_used_byte() {
+        let mut v = Vmem::new(1024);
+        let a = v.alloc(100).unwrap();
+        assert_eq!(a, 0);
+        v.free(a, 100);
+        // The top, below every other static block.
+        assert_eq!(v.alloc_static(64), Some(960));
+        assert_eq!(v.alloc_static(10), Some(896));
+        // Buffers never reach it afterwards.
+        assert_eq!(v.alloc(896), Some(0));
+        assert_eq!(v.alloc(1), None);
+        v.free(0, 896);
+        // Bytes a buffer used once cannot become static.
+        assert_eq!(v.alloc_static(64), None);
+    }
 
     #[test]
     fn freed_blocks_coalesce_and_are_reused_first_fit() {

@@ -4,7 +4,8 @@
 //! **One program, many chips.** Every chip runs the same program; what differs per chip (its
 //! position in its replica group, its ring neighbours, the group's members, its permute source
 //! and target) is a per-replica record of a table the compiler builds from `replica_groups` or
-//! `source_target_pairs` and places in VMEM. The code reads the chip's record with `s.csr
+//! `source_target_pairs` and places in VMEM as part of the program image (a `.data vmem`
+//! segment, on every chip before it starts; collectives with equal tables share one). The code reads the chip's record with `s.csr
 //! replica_id` and `s.ld`, and computes runtime addresses from the position (`s.rem`, `s.muli`).
 //!
 //! **A collective is a block.** It starts with a `fence` (its operands are complete), issues
@@ -165,7 +166,8 @@ impl Lowerer<'_> {
     }
 
     /// Per-replica ring records: position, next, previous, members.
-    fn ring_records(&self, groups: &[Vec<usize>]) -> Vec<Vec<i64>> {
+    /// `members`: also list the group's members (all-to-all and broadcast address them).
+    fn ring_records(&self, groups: &[Vec<usize>], members: bool) -> Vec<Vec<i64>> {
         let mut recs = vec![Vec::new(); self.chips];
         for grp in groups {
             let g = grp.len();
@@ -175,7 +177,9 @@ impl Lowerer<'_> {
                     grp[(p + 1) % g] as i64,
                     grp[(p + g - 1) % g] as i64,
                 ];
-                rec.extend(grp.iter().map(|&m| m as i64));
+                if members {
+                    rec.extend(grp.iter().map(|&m| m as i64));
+                }
                 recs[r] = rec;
             }
         }
@@ -199,12 +203,25 @@ impl Lowerer<'_> {
             flat.extend(r.iter().copied());
             flat.extend(std::iter::repeat_n(-1, k - r.len()));
         }
-        let buf = self.tmp(ElementType::S64, vec![flat.len()])?;
-        let bytes: Vec<u8> = flat.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let n = bytes.len() as u64;
-        let addr = self.hbm_slot(n, "a collective's replica table")?;
-        self.e.b.data(Space::Hbm, addr, bytes);
-        self.dma((Space::Vmem, buf.addr), (Space::Hbm, addr), n)?;
+        let table = match self.coll_tables.get(&flat) {
+            Some(&a) => a,
+            None => {
+                // Part of the program image: in every chip's VMEM from the start (like the
+                // scalar memory of a TPU core), shared by collectives with the same records.
+                let bytes: Vec<u8> = flat.iter().flat_map(|x| x.to_le_bytes()).collect();
+                let n = bytes.len() as u64;
+                let a = self.vmem.alloc_static(n).ok_or_else(|| {
+                    self.too_large(format!(
+                        "a collective's replica table ({n} bytes: {} chips × {k} fields) does not \
+                         fit at the top of VMEM, free for the whole program",
+                        recs.len()
+                    ))
+                })?;
+                self.e.b.data(Space::Vmem, a, bytes);
+                self.coll_tables.insert(flat, a);
+                a
+            }
+        };
         self.e.fence();
         self.e.seq(Inst::SCsr {
             rd: R_REC,
@@ -217,7 +234,7 @@ impl Lowerer<'_> {
         });
         self.e.seq(Inst::SLi {
             rd: R_ADDR,
-            imm: buf.addr as i64,
+            imm: table as i64,
         });
         self.e.seq(Inst::SAdd {
             rd: R_REC,
@@ -496,7 +513,7 @@ impl Lowerer<'_> {
             self.copy_into(&view, &x)?;
             if g > 1 {
                 let lanes = self.lanes(work.addr, ce, ty, true)?;
-                let recs = self.ring_records(&groups);
+                let recs = self.ring_records(&groups, false);
                 self.coll_begin(&recs)?;
                 self.ring_phase(&lanes, g, t, w, Some(op));
                 self.ring_phase(&lanes, g, t, w, None);
@@ -561,7 +578,7 @@ impl Lowerer<'_> {
             return Ok(Val::Array(out));
         }
         let lanes = self.lanes(stage.addr, ce, ty, true)?;
-        let recs = self.ring_records(&groups);
+        let recs = self.ring_records(&groups, false);
         self.coll_begin(&recs)?;
         self.ring_phase(&lanes, g as u64, t, w, Some(op));
         // This chip's block: chunk `pos`.
@@ -585,7 +602,7 @@ impl Lowerer<'_> {
         let g = groups[0].len();
         let t = self.vty(ty)?;
         let out = self.new_buf(h, ty, dims)?;
-        let recs = self.ring_records(&groups);
+        let recs = self.ring_records(&groups, true);
         let tag = self.next_tag();
         self.coll_begin(&recs)?;
         let (not_root, done) = (self.e.b.new_label(), self.e.b.new_label());
@@ -656,7 +673,7 @@ impl Lowerer<'_> {
         } else {
             self.tmp(ty, vec![g, a, dk, b])?
         };
-        let recs = self.ring_records(&groups);
+        let recs = self.ring_records(&groups, false);
         // Own block at position `pos`, then the all-gather ring.
         let lanes = self.lanes(stage.addr, ce, ty, false)?;
         self.coll_begin(&recs)?;
@@ -680,7 +697,7 @@ impl Lowerer<'_> {
         let ops = inst.operands.clone();
         let groups = self.groups(h)?;
         let g = groups[0].len();
-        let recs = self.ring_records(&groups);
+        let recs = self.ring_records(&groups, true);
         let tag = self.next_tag();
         if inst.attrs.dimensions.is_none() {
             // Tuple form: operand j goes to member j; result j comes from member j.

@@ -153,6 +153,8 @@ pub struct Lowerer<'a> {
     pub(crate) chips: usize,
     /// The next ICI tag a collective takes.
     pub(crate) coll_tag: u32,
+    /// Collective record tables placed in VMEM, by contents.
+    pub(crate) coll_tables: std::collections::HashMap<Vec<i64>, u64>,
     /// Device-to-device send/recv channels.
     pub(crate) chans: sendrecv::Channels,
 }
@@ -221,6 +223,7 @@ impl<'a> Lowerer<'a> {
             chips: devs.n(),
             coll_tag: 0,
             chans: Default::default(),
+            coll_tables: Default::default(),
         };
         // Only core 0 works; the others go straight to the final halt.
         let done = l.e.b.new_label();
