@@ -103,7 +103,7 @@ impl ArchConfig {
         })
     }
 
-    /// A built-in preset by name (`tpu-v1`, `tpu-v4`, `tpu-v5e`, `mini`).
+    /// A built-in preset by name (`tpu-v1`, `tpu-v4`, `tpu-v5e`, `tpu-v5p`, `tpu-v6e`, `mini`).
     pub fn preset(name: &str) -> Result<ArchConfig, ArchError> {
         let text = preset_json(name).ok_or_else(|| ArchError::UnknownPreset {
             name: name.to_string(),

@@ -182,6 +182,8 @@ impl TraceSink for Tee {
 #[derive(Default)]
 struct OpCycles {
     by_op: BTreeMap<String, OpBusy>,
+    /// First start and last end of any unit's work for each HLO op, over all chips.
+    span: BTreeMap<String, (u64, u64)>,
 }
 
 struct OpSink(Arc<Mutex<OpCycles>>);
@@ -197,6 +199,9 @@ impl TraceSink for OpSink {
         let d = e.end.saturating_sub(e.start);
         ent.0 += d;
         *ent.1.entry(unit).or_default() += d;
+        let sp = g.span.entry(sym.to_string()).or_insert((e.start, e.end));
+        sp.0 = sp.0.min(e.start);
+        sp.1 = sp.1.max(e.end);
     }
 }
 
@@ -652,6 +657,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             parts.join(", ")
         );
     }
+    let colls = collective_table(&arch, &c.stats.collectives, &g.span);
+    if !colls.is_empty() {
+        println!(
+            "collectives (α-β closed form: β = {} GB/s per link per direction, α = {} ns per hop; docs/ici.md):",
+            arch.ici.gbps_per_link, arch.ici.hop_latency_ns
+        );
+        for k in &colls {
+            println!(
+                "  {:<20} {:<20} {:>4} chips {:>12} B/chip  measured {:>10.3} µs  closed form {:>10.3} µs  ratio {:.3}  ({})",
+                k["hlo"].as_str().unwrap_or(""),
+                k["kind"].as_str().unwrap_or(""),
+                k["chips"],
+                k["bytes_per_chip"],
+                k["measured_seconds"].as_f64().unwrap_or(0.0) * 1e6,
+                k["closed_form_seconds"].as_f64().unwrap_or(0.0) * 1e6,
+                k["ratio"].as_f64().unwrap_or(0.0),
+                k["algorithm"].as_str().unwrap_or(""),
+            );
+        }
+    }
     eprintln!("simulated in {wall:.3} s ({} events)", r.events);
     if let Some(p) = &a.trace {
         let n = *dropped.lock().expect("trace sink");
@@ -689,11 +714,45 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             "max_abs_error": max_err,
             "stats": stats.to_json(),
             "ops": table,
+            "collectives": colls,
         });
         std::fs::write(p, serde_json::to_string_pretty(&j)? + "\n")
             .map_err(|e| user(format!("{}: cannot write: {e}", p.display())))?;
     }
     Ok(outcome)
+}
+
+/// Each collective's measured time (first to last unit activity of its HLO op over all chips)
+/// beside its α-β closed form ([`sim::ici_model`]).
+fn collective_table(
+    arch: &arch::ArchConfig,
+    colls: &[sim::ici_model::Collective],
+    span: &BTreeMap<String, (u64, u64)>,
+) -> Vec<serde_json::Value> {
+    let hz = arch.clock_mhz * 1e6;
+    colls
+        .iter()
+        .map(|c| {
+            let f = sim::ici_model::closed_form(arch, c);
+            let measured = span
+                .get(&c.hlo)
+                .map(|&(s, e)| e.saturating_sub(s) as f64 / hz);
+            let chips: std::collections::BTreeSet<u32> =
+                c.groups.iter().flatten().copied().collect();
+            serde_json::json!({
+                "hlo": c.hlo,
+                "kind": c.kind.name(),
+                "algorithm": c.kind.algorithm(),
+                "chips": chips.len(),
+                "groups": c.groups.len(),
+                "bytes_per_chip": c.bytes,
+                "measured_seconds": measured,
+                "closed_form_seconds": f.seconds,
+                "closed_form": {"steps": f.steps, "hops": f.hops, "link_bytes_per_step": f.link_bytes},
+                "ratio": measured.map(|m| m / f.seconds.max(1e-30)),
+            })
+        })
+        .collect()
 }
 
 fn max_abs_diff(a: &Literal, b: &Literal) -> f64 {

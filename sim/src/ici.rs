@@ -113,6 +113,23 @@ impl Topo {
             .collect()
     }
 
+    /// Position of chip `id` on the boustrophedon ("snake") walk of the pod: dimension 0
+    /// fastest, each row and plane walked in the direction opposite to the previous one, so
+    /// consecutive chips of the walk are one hop apart (and, with even sizes and wrap-around,
+    /// so are its last and first).
+    pub fn snake_index(&self, id: u32) -> u64 {
+        let c = self.coords(id);
+        // `idx` is the walk's ordinal over the slower dimensions: odd ones run backwards.
+        let mut idx = 0u64;
+        for k in (0..self.dims.len()).rev() {
+            let d = self.dims[k] as u64;
+            let x = c[k] as u64;
+            let x = if idx % 2 == 1 { d - 1 - x } else { x };
+            idx = idx * d + x;
+        }
+        idx
+    }
+
     fn id_of(&self, c: &[u32]) -> u32 {
         let mut id = 0u32;
         for (k, &d) in self.dims.iter().enumerate().rev() {
@@ -534,6 +551,23 @@ mod tests {
         Topo {
             dims: dims.to_vec(),
             wrap: wrap.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_snake_walk_of_a_torus_moves_one_hop_at_a_time() {
+        for dims in [vec![8], vec![4, 4], vec![4, 2, 4], vec![2, 4, 4]] {
+            let t = Topo {
+                wrap: vec![true; dims.len()],
+                dims: dims.clone(),
+            };
+            let n = t.chips() as u32;
+            let mut walk: Vec<u32> = (0..n).collect();
+            walk.sort_by_key(|&c| t.snake_index(c));
+            for k in 0..n as usize {
+                let (a, b) = (walk[k], walk[(k + 1) % n as usize]);
+                assert_eq!(t.hops(a, b), 1, "{dims:?}: {a} -> {b}");
+            }
         }
     }
 

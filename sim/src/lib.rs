@@ -19,6 +19,7 @@ pub mod engine;
 pub mod error;
 mod host;
 pub mod ici;
+pub mod ici_model;
 pub mod link;
 pub mod memory;
 pub mod mxu;

@@ -15,7 +15,7 @@
 //! the group), `s31` (peer, temporaries).
 //!
 //! **Algorithms** (costs in docs/ici.md):
-//! * all-reduce: a ring over the group in group order, reduce-scatter then all-gather, as two
+//! * all-reduce: a ring over the group in the pod's snake order (neighbours one hop apart), reduce-scatter then all-gather, as two
 //!   counter-rotating rings each carrying half of every chunk (so both directed links of a ring
 //!   carry data). Step `s` of the reduce-scatter: receive a chunk from the upstream neighbour
 //!   into a scratch buffer, send a chunk downstream, combine the received chunk into place on
@@ -38,6 +38,7 @@ use crate::error::{CResult, CompileError};
 use hlo::eval::replica::groups::{all_groups, device_pairs};
 use hlo::{ElementType, InstId, Opcode};
 use isa::{Csr, DType, Inst, MemRef, SReg, Sem, Space, VAddr};
+use sim::ici_model::{CollKind, Collective};
 
 const R_ADDR: SReg = SReg(28);
 const R_REC: SReg = SReg(29);
@@ -163,6 +164,32 @@ impl Lowerer<'_> {
             return Err(self.unsupported("replica groups of different sizes"));
         }
         Ok(g)
+    }
+
+    /// Each group's members in the order of the pod's snake walk ([`sim::ici::Topo::snake_index`]):
+    /// ring neighbours one hop apart where the group allows it. Groups naming chips outside
+    /// the configured pod keep their order.
+    fn snake_order(&self, mut groups: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
+        let topo = sim::ici::Topo::new(&self.arch.ici);
+        if groups.iter().flatten().all(|&c| (c as u64) < topo.chips()) {
+            for g in &mut groups {
+                g.sort_by_key(|&c| topo.snake_index(c as u32));
+            }
+        }
+        groups
+    }
+
+    /// Records a collective for the report (algorithm, bytes, closed form).
+    pub(crate) fn note(&mut self, h: InstId, kind: CollKind, groups: &[Vec<usize>], bytes: u64) {
+        self.stats.collectives.push(Collective {
+            hlo: self.comp().insts[h].name.clone(),
+            kind,
+            groups: groups
+                .iter()
+                .map(|g| g.iter().map(|&x| x as u32).collect())
+                .collect(),
+            bytes,
+        });
     }
 
     /// Per-replica ring records: position, next, previous, members.
@@ -483,7 +510,9 @@ impl Lowerer<'_> {
 
     fn all_reduce(&mut self, h: InstId) -> CResult<Val> {
         let ops = self.comp().insts[h].operands.clone();
-        let groups = self.groups(h)?;
+        // Where a chunk ends up is internal to all-reduce: the ring may visit the members in
+        // the order that keeps neighbours one hop apart.
+        let groups = self.snake_order(self.groups(h)?);
         let outs: Vec<(ElementType, Vec<usize>)> = match self.comp().insts[h].shape.as_array() {
             Some(_) => vec![self.out_shape(h)?],
             None => self.comp().insts[h]
@@ -508,10 +537,16 @@ impl Lowerer<'_> {
             let n = x.elems();
             let ce = n.div_ceil(g).max(1);
             let w = ty.byte_size() as u64;
-            let work = self.new_buf(h, ty, vec![(g * ce) as usize])?;
-            let view = work.with_dims(vec![n as usize]);
-            self.copy_into(&view, &x)?;
+            // In place when the operand dies here and needs no padding; else a copy.
+            let work = if n == g * ce && x.bytes() == n * w && self.take_over(&x, h) {
+                x.with_dims(vec![n as usize])
+            } else {
+                let work = self.new_buf(h, ty, vec![(g * ce) as usize])?;
+                self.copy_into(&work.with_dims(vec![n as usize]), &x)?;
+                work
+            };
             if g > 1 {
+                self.note(h, CollKind::AllReduce, &groups, n * w);
                 let lanes = self.lanes(work.addr, ce, ty, true)?;
                 let recs = self.ring_records(&groups, false);
                 self.coll_begin(&recs)?;
@@ -577,6 +612,7 @@ impl Lowerer<'_> {
             self.copy_into(&out, &stage.with_dims(out.dims.clone()))?;
             return Ok(Val::Array(out));
         }
+        self.note(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w);
         let lanes = self.lanes(stage.addr, ce, ty, true)?;
         let recs = self.ring_records(&groups, false);
         self.coll_begin(&recs)?;
@@ -602,6 +638,7 @@ impl Lowerer<'_> {
         let g = groups[0].len();
         let t = self.vty(ty)?;
         let out = self.new_buf(h, ty, dims)?;
+        self.note(h, CollKind::Broadcast, &groups, x.bytes());
         let recs = self.ring_records(&groups, true);
         let tag = self.next_tag();
         self.coll_begin(&recs)?;
@@ -673,6 +710,7 @@ impl Lowerer<'_> {
         } else {
             self.tmp(ty, vec![g, a, dk, b])?
         };
+        self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w);
         let recs = self.ring_records(&groups, false);
         // Own block at position `pos`, then the all-gather ring.
         let lanes = self.lanes(stage.addr, ce, ty, false)?;
@@ -717,6 +755,8 @@ impl Lowerer<'_> {
                 .iter()
                 .map(|x| self.new_buf(h, x.ty, x.dims.clone()))
                 .collect::<CResult<_>>()?;
+            let total: u64 = xs.iter().map(|x| x.bytes()).sum();
+            self.note(h, CollKind::AllToAll, &groups, total);
             self.coll_begin(&recs)?;
             for (j, o) in outs.iter().enumerate() {
                 let m = self.e.memref(Space::Vmem, o.addr);
@@ -747,6 +787,7 @@ impl Lowerer<'_> {
         } else {
             self.tmp(ty, vec![g, a, dk, b])?
         };
+        self.note(h, CollKind::AllToAll, &groups, g as u64 * blk);
         self.coll_begin(&recs)?;
         for j in 0..g {
             let m = self.e.memref(Space::Vmem, recv.addr + j as u64 * blk);
@@ -780,6 +821,8 @@ impl Lowerer<'_> {
         let (ty, dims) = self.out_shape(h)?;
         let out = self.new_buf(h, ty, dims)?;
         let tag = self.next_tag();
+        let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
+        self.note(h, CollKind::Permute, &as_groups, x.bytes());
         self.exchange(&pairs, Some(&x), Some(&out), tag)?;
         Ok(Val::Array(out))
     }

@@ -116,6 +116,8 @@ pub struct LowerStats {
     pub hbm_bytes: u64,
     /// Synchronization the emitter added.
     pub emit: emit::EmitStats,
+    /// The collectives, in program order (for the α-β report).
+    pub collectives: Vec<sim::ici_model::Collective>,
 }
 
 /// The lowering state of one module.
@@ -456,6 +458,18 @@ impl<'a> Lowerer<'a> {
     /// Nesting depth of the computation being lowered (0: the entry).
     pub(crate) fn depth(&self) -> usize {
         self.depth
+    }
+
+    /// If nothing reads `b`'s allocation after the current instruction, hands it to `h`'s
+    /// result (in-place update: it lives as long as `h` does) and returns true.
+    pub(crate) fn take_over(&mut self, b: &Buf, h: InstId) -> bool {
+        let (pos, depth, lu) = (self.pos, self.depth, self.last_use[h.index()]);
+        let a = &mut self.allocs[b.alloc];
+        if a.freed || a.pins > 0 || a.depth != depth || a.last_use > pos || b.addr != a.addr {
+            return false;
+        }
+        a.last_use = a.last_use.max(lu);
+        true
     }
 
     /// Keeps `b` allocated until [`Self::unpin`] (whatever its users' positions).

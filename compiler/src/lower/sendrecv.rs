@@ -73,6 +73,13 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             l.vty(a.ty)?;
             let send = l.chans.queued.get_mut(&ch).and_then(|q| q.pop_front());
             let (pairs, tag) = l.channel_plan(h, ch)?;
+            let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
+            l.note(
+                h,
+                sim::ici_model::CollKind::Permute,
+                &as_groups,
+                out.bytes(),
+            );
             l.exchange(&pairs, send.as_ref(), Some(&out), tag)?;
             if let Some(x) = send {
                 l.unpin(&x);
