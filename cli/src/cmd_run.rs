@@ -41,6 +41,18 @@ pub struct TargetArgs {
     /// close to f32 accuracy). The module's precision_config may ask for more.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=6))]
     pub f32_dot_passes: u32,
+    /// ICI backend: `detailed` (every chip simulated, transfers on the fabric's links) or
+    /// `analytic` (collectives timed by their α-β closed forms and chip 0 simulated for the
+    /// pod: fast for big pods; timing only).
+    #[arg(long, value_enum, default_value_t = IciBackend::Detailed)]
+    pub ici: IciBackend,
+}
+
+/// See [`TargetArgs::ici`].
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IciBackend {
+    Detailed,
+    Analytic,
 }
 
 /// `systole compile`.
@@ -111,6 +123,7 @@ pub fn compile_file(
     let arch = arch::ArchConfig::resolve(&t.arch, &t.sets).map_err(|e| user(e.to_string()))?;
     let opts = CompileOptions {
         f32_dot_passes: t.f32_dot_passes,
+        ici_analytic: t.ici == IciBackend::Analytic,
         ..CompileOptions::default()
     };
     let c = compiler::compile(&module, &arch, &opts)
@@ -283,14 +296,14 @@ pub fn execute(
     trace: Option<Box<dyn TraceSink>>,
     record_mxu: bool,
 ) -> Result<Execution, ExecError> {
-    let replicas = c.module.num_devices();
-    if args.len() != replicas {
+    let replicas = c.chips;
+    if opts.functional && args.len() != replicas {
         return Err(ExecError::User(format!(
             "{} sets of arguments for {replicas} replica(s)",
             args.len()
         )));
     }
-    for a in args {
+    for a in args.iter().filter(|_| opts.functional) {
         if a.len() != c.io.params.len() {
             return Err(ExecError::User(format!(
                 "{} arguments for {} parameters",
@@ -486,14 +499,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         crate::bounded::check_output(p)?;
     }
     let (src, module, arch, c) = compile_file(&a.t)?;
-    let (args, expected) = inputs_for(&a, &module, &src)?;
-    if a.timing_only && c.program.code.iter().any(|i| i.mnemonic() == "s.ld") {
+    // The analytic backend is timing only (no data moves between chips).
+    let timing_only = a.timing_only || a.t.ici == IciBackend::Analytic;
+    // A timing-only run needs no arguments (none are generated: big pods stay cheap).
+    let (args, expected) = if timing_only {
+        (Vec::new(), None)
+    } else {
+        inputs_for(&a, &module, &src)?
+    };
+    let branches = module.comps.values().any(|comp| {
+        comp.insts
+            .values()
+            .any(|i| matches!(i.opcode, hlo::Opcode::While | hlo::Opcode::Conditional))
+    });
+    if timing_only && branches {
         eprintln!(
             "note: this program branches on data (while/conditional); a timing-only run reads \
              zeros for its predicates and indices, so its cycles follow that path"
         );
     }
-    if a.rtl_check && a.timing_only {
+    if a.rtl_check && timing_only {
         return Err(user(
             "--rtl-check needs a functional run (not --timing-only)".into(),
         ));
@@ -506,7 +531,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         &arch,
         &args,
         SimOptions {
-            functional: !a.timing_only,
+            functional: !timing_only,
             max_cycles: a
                 .max_cycles
                 .unwrap_or_else(|| sim::default_max_cycles(&c.program)),
@@ -535,7 +560,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     let (r, sys, wall) = (ex.run, ex.system, ex.wall_seconds);
     let mut outcome = Outcome::Ok;
     let mut max_err = None;
-    if !a.timing_only {
+    if !timing_only {
         let outs = ex.results;
         for (r, out) in outs.iter().enumerate() {
             if outs.len() > 1 {
@@ -710,7 +735,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             "ideal_mxu_cycles": ideal_mxu_cycles,
             "instructions": c.program.code.len(),
             "vmem_peak_bytes": c.stats.vmem_peak,
-            "timing_only": a.timing_only,
+            "timing_only": timing_only,
             "max_abs_error": max_err,
             "stats": stats.to_json(),
             "ops": table,
@@ -742,13 +767,19 @@ fn collective_table(
             serde_json::json!({
                 "hlo": c.hlo,
                 "kind": c.kind.name(),
-                "algorithm": c.kind.algorithm(),
+                "algorithm": c.algorithm(),
                 "chips": chips.len(),
                 "groups": c.groups.len(),
                 "bytes_per_chip": c.bytes,
                 "measured_seconds": measured,
                 "closed_form_seconds": f.seconds,
-                "closed_form": {"steps": f.steps, "hops": f.hops, "link_bytes_per_step": f.link_bytes},
+                "closed_form": {
+                    "steps": f.steps,
+                    "hops": f.hops,
+                    "link_bytes_per_step": f.link_bytes,
+                    "beta_bytes_per_second": arch.ici.gbps_per_link * 1e9,
+                    "alpha_seconds": arch.ici.hop_latency_ns * 1e-9,
+                },
                 "ratio": measured.map(|m| m / f.seconds.max(1e-30)),
             })
         })

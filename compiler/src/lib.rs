@@ -30,6 +30,10 @@ pub struct CompileOptions {
     pub f32_dot_passes: u32,
     /// Verify the module after every pass that changed it (tests).
     pub verify_between_passes: bool,
+    /// The analytic ICI backend: every collective becomes one `ici.model` of its α-β closed
+    /// form (`sim::ici_model`) instead of its transfers, so one chip can stand for the pod
+    /// (timing only: no data moves between chips).
+    pub ici_analytic: bool,
 }
 
 impl Default for CompileOptions {
@@ -37,6 +41,7 @@ impl Default for CompileOptions {
         CompileOptions {
             f32_dot_passes: 1,
             verify_between_passes: false,
+            ici_analytic: false,
         }
     }
 }
@@ -52,6 +57,11 @@ pub struct Compiled {
     pub stats: LowerStats,
     /// The module after the HLO passes (what was lowered).
     pub module: Module,
+    /// Chips to simulate: one per device (`replica_count × num_partitions`), or 1 with the
+    /// analytic ICI backend (chip 0 stands for the pod).
+    pub chips: usize,
+    /// Devices the module runs on.
+    pub devices: usize,
 }
 
 /// Compiles `module` (which must have passed [`hlo::verify`]) for `arch`.
@@ -59,10 +69,13 @@ pub fn compile(module: &Module, arch: &ArchConfig, opts: &CompileOptions) -> CRe
     let mut m = module.clone();
     pass::run_pipeline(&mut m, opts.verify_between_passes)?;
     let (program, io, stats) = lower::Lowerer::run(&m, arch, opts)?;
+    let devices = m.num_devices();
     Ok(Compiled {
         program,
         io,
         stats,
         module: m,
+        chips: if opts.ici_analytic { 1 } else { devices },
+        devices,
     })
 }

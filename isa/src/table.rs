@@ -386,6 +386,12 @@ define_isa! {
     IciRecv = 0xb1, "ici.recv", Ici, Ici, NoType,
         (peer: SReg = 5, dst: MemRef = 39)
         { len: u32 = 32, tag: u32 = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 };
+    /// Occupies this core's ICI unit for `cycles` cycles, then completes; moves no data. The
+    /// analytic backend's stand-in for a collective's transfers (`--ici analytic`: their
+    /// α-β closed form, `sim::ici_model`).
+    IciModel = 0xb2, "ici.model", Ici, Ici, NoType,
+        ()
+        { cycles: u32 = 32, wait: Option<Sem> = 6, signal: Option<Sem> = 6 };
 }
 
 impl Inst {

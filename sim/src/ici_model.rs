@@ -81,6 +81,23 @@ pub struct Collective {
     pub groups: Vec<Vec<u32>>,
     /// Bytes per chip (see the module docs).
     pub bytes: u64,
+    /// All-reduce only: the torus dimensions it runs along, one stage each (empty: one ring
+    /// over each group).
+    pub torus_dims: Vec<usize>,
+}
+
+impl Collective {
+    /// The algorithm, in words.
+    pub fn algorithm(&self) -> String {
+        if self.torus_dims.is_empty() {
+            self.kind.algorithm().to_string()
+        } else {
+            format!(
+                "torus: bidirectional-ring reduce-scatter along dims {:?}, then all-gathers in reverse",
+                self.torus_dims
+            )
+        }
+    }
 }
 
 /// A collective's closed-form time.
@@ -99,6 +116,9 @@ pub struct ClosedForm {
 /// The closed-form time of `c` on `arch`'s ICI.
 pub fn closed_form(arch: &ArchConfig, c: &Collective) -> ClosedForm {
     let topo = Topo::new(&arch.ici);
+    if !c.torus_dims.is_empty() {
+        return torus_all_reduce(arch, &topo, c);
+    }
     let (steps, flows) = phase(c);
     let mut load: HashMap<u32, f64> = HashMap::new();
     let mut hops = 0u64;
@@ -125,6 +145,73 @@ pub fn closed_form(arch: &ArchConfig, c: &Collective) -> ClosedForm {
         steps,
         hops,
         link_bytes,
+    }
+}
+
+/// The longest phase of `flows` as (seconds, hops, max link bytes).
+fn phase_time(arch: &ArchConfig, topo: &Topo, flows: &[(u32, u32, f64)]) -> (f64, u64, f64) {
+    let mut load: HashMap<u32, f64> = HashMap::new();
+    let mut hops = 0u64;
+    for &(s, d, b) in flows {
+        if s == d || b <= 0.0 {
+            continue;
+        }
+        let path = topo.route(s, d);
+        hops = hops.max(path.len() as u64);
+        for l in path {
+            *load.entry(l).or_default() += b;
+        }
+    }
+    let link_bytes = load.values().fold(0.0f64, |a, &b| a.max(b));
+    let beta = arch.ici.gbps_per_link * 1e9;
+    let alpha = arch.ici.hop_latency_ns * 1e-9;
+    let t = if flows.is_empty() {
+        0.0
+    } else {
+        alpha * hops as f64 + link_bytes / beta
+    };
+    (t, hops, link_bytes)
+}
+
+/// The torus all-reduce: per dimension `k` of `c.torus_dims` a stage of `g_k − 1` ring steps,
+/// each member sending half of a chunk of `n_k / g_k` bytes to each neighbour along `k`
+/// (`n_0 = n`, `n_{k+1} = n_k / g_k`), reduce-scatter stages then all-gather stages:
+/// `2 · Σ_k (g_k − 1) · (α·h_k + L_k/β)`; one hop apart with wrap-around,
+/// `2·Σ(g_k−1)·α + (1 − 1/Πg_k) · n/β`.
+fn torus_all_reduce(arch: &ArchConfig, topo: &Topo, c: &Collective) -> ClosedForm {
+    let mut n = c.bytes as f64;
+    let (mut total, mut steps, mut hops, mut link) = (0.0, 0u64, 0u64, 0.0f64);
+    for &k in &c.torus_dims {
+        let g = topo.dims[k];
+        let chunk = n / g as f64;
+        let mut flows = Vec::new();
+        for grp in &c.groups {
+            for &m in grp {
+                let x = topo.coords(m);
+                for delta in [1, g - 1] {
+                    let mut y = x.clone();
+                    y[k] = (x[k] + delta) % g;
+                    let id = y
+                        .iter()
+                        .zip(&topo.dims)
+                        .rev()
+                        .fold(0u32, |a, (&v, &d)| a * d + v);
+                    flows.push((m, id, chunk / 2.0));
+                }
+            }
+        }
+        let (t, h, l) = phase_time(arch, topo, &flows);
+        total += 2.0 * (g - 1) as f64 * t;
+        steps += 2 * (g as u64 - 1);
+        hops = hops.max(h);
+        link = link.max(l);
+        n = chunk;
+    }
+    ClosedForm {
+        seconds: total,
+        steps,
+        hops,
+        link_bytes: link,
     }
 }
 
@@ -198,6 +285,7 @@ mod tests {
             kind: CollKind::AllReduce,
             groups: vec![(0..8).collect()],
             bytes: n,
+            torus_dims: vec![],
         };
         let f = closed_form(&a, &c);
         let beta = a.ici.gbps_per_link * 1e9;
@@ -217,6 +305,7 @@ mod tests {
             kind: CollKind::AllToAll,
             groups: vec![(0..4).collect()],
             bytes: 4096,
+            torus_dims: vec![],
         };
         let f = closed_form(&a, &c);
         assert_eq!(f.link_bytes, 3072.0);

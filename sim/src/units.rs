@@ -34,7 +34,7 @@ pub fn unit_of(inst: &Inst, p: &Params) -> Result<usize, String> {
             }
             MXU0 + mxu as usize
         }
-        Inst::IciSend { .. } | Inst::IciRecv { .. } => MXU0 + p.mxus,
+        Inst::IciSend { .. } | Inst::IciRecv { .. } | Inst::IciModel { .. } => MXU0 + p.mxus,
         _ if inst.unit() == isa::Unit::Vpu => VPU,
         _ => return Err(format!("`{}` is not a unit instruction", inst.mnemonic())),
     })
@@ -97,7 +97,7 @@ pub fn sems_of(inst: &Inst) -> (Option<Sem>, Option<Sem>) {
         VXor, VShl, VShr, VSra, VPow, VAtan2, VMov, VNeg, VAbs, VSign, VFloor, VCeil, VRound,
         VRoundEven, VNot, VPopcnt, VClz, VIsFinite, VExp, VExpm1, VLog, VLog1p, VLogistic, VSqrt,
         VRsqrt, VCbrt, VTanh, VSin, VCos, VTan, VErf, VCmp, VSelect, VCvt, VSplat, VIota, VBcast,
-        VTranspose, VReduce, VGather, Infeed, Outfeed, IciSend, IciRecv
+        VTranspose, VReduce, VGather, Infeed, Outfeed, IciSend, IciRecv, IciModel
     )
 }
 
@@ -316,6 +316,8 @@ impl Chip {
                     write: matches!(cmd.inst, Inst::IciRecv { .. }),
                 })
             }
+            // Moves no data.
+            Inst::IciModel { .. } => {}
             _ => {
                 let sh = crate::vpu::shape(cmd, env.p.vmem_bytes);
                 let gather = matches!(cmd.inst, Inst::VGather { .. });
@@ -603,6 +605,16 @@ impl Chip {
         race_id: u64,
     ) -> Result<Started, SimError> {
         let (send, m, len, tag) = match cmd.inst {
+            Inst::IciModel { cycles, .. } => {
+                // The analytic backend: the unit is busy for the modelled time; no data moves.
+                let end = now + (cycles as u64).max(1);
+                return Ok(Started {
+                    start: now,
+                    busy_end: end,
+                    done: Some(end),
+                    front_free: end,
+                });
+            }
             Inst::IciSend { src, len, tag, .. } => (true, src, len, tag),
             Inst::IciRecv { dst, len, tag, .. } => (false, dst, len, tag),
             _ => unreachable!("not an ICI instruction"),

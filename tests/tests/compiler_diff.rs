@@ -17,6 +17,7 @@ fn run_on_chip(
     let opts = CompileOptions {
         f32_dot_passes: 6,
         verify_between_passes: true,
+        ..CompileOptions::default()
     };
     let c = compile(m, arch, &opts)?;
     let mut sys = System::new(arch, c.program.clone(), 1, SimOptions::default()).expect("system");

@@ -47,6 +47,7 @@ fn summary(path: &Path) -> (String, u64) {
     let opts = CompileOptions {
         f32_dot_passes: 1,
         verify_between_passes: true,
+        ..CompileOptions::default()
     };
     let c = compile(&m, &arch, &opts)
         .unwrap_or_else(|e| panic!("{}", e.render(&path.display().to_string())));

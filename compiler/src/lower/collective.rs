@@ -51,9 +51,29 @@ const F_NEXT: usize = 1;
 const F_PREV: usize = 2;
 const F_MEMBERS: usize = 3;
 
-/// One ring of a ring collective: `g` chunks of `len` elements at `base + k·stride`.
+/// Where a ring finds its chip's position and neighbours in the record (and, for a stage of
+/// the torus all-reduce, the byte offset of the chip's segment).
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    pos: usize,
+    next: usize,
+    prev: usize,
+    seg: Option<usize>,
+}
+
+/// The flat ring's frame.
+const FLAT: Frame = Frame {
+    pos: F_POS,
+    next: F_NEXT,
+    prev: F_PREV,
+    seg: None,
+};
+
+/// One ring of a ring collective: `g` chunks of `len` elements at `base + k·stride` (plus the
+/// chip's segment offset for a torus stage).
 #[derive(Clone, Copy, Debug)]
 struct Lane {
+    f: Frame,
     base: u64,
     stride: u64,
     len: u64,
@@ -166,6 +186,115 @@ impl Lowerer<'_> {
         Ok(g)
     }
 
+    /// The torus stages of an all-reduce whose every group is a box of the pod (full extents
+    /// along at least two dimensions, one coordinate along the others): the varying
+    /// dimensions, in order. `None`: the flat ring.
+    fn torus_stages(&self, groups: &[Vec<usize>]) -> Option<Vec<usize>> {
+        let topo = sim::ici::Topo::new(&self.arch.ici);
+        let mut dims: Option<Vec<usize>> = None;
+        for grp in groups {
+            if grp.iter().any(|&c| c as u64 >= topo.chips()) {
+                return None;
+            }
+            let coords: Vec<Vec<u32>> = grp.iter().map(|&c| topo.coords(c as u32)).collect();
+            let varying: Vec<usize> = (0..topo.dims.len())
+                .filter(|&k| coords.iter().any(|c| c[k] != coords[0][k]))
+                .collect();
+            let full: usize = varying.iter().map(|&k| topo.dims[k] as usize).product();
+            if varying.len() < 2
+                || full != grp.len()
+                || dims.as_ref().is_some_and(|d| *d != varying)
+            {
+                return None;
+            }
+            dims = Some(varying);
+        }
+        dims
+    }
+
+    /// Records a torus all-reduce (stages along `dims`).
+    fn note_stages(&mut self, h: InstId, groups: &[Vec<usize>], bytes: u64, dims: &[usize]) {
+        self.note(h, CollKind::AllReduce, groups, bytes);
+        if let Some(c) = self.stats.collectives.last_mut() {
+            c.torus_dims = dims.to_vec();
+        }
+    }
+
+    /// All-reduce on a torus, dimension by dimension: a bidirectional-ring reduce-scatter
+    /// along each dimension of `dims` in turn (each on the segment the previous one left),
+    /// then the all-gathers in reverse. `total` elements at `base`, divisible by the group.
+    ///
+    /// Record per chip and stage `k`: `[pos_k, next_k, prev_k, seg_k]` (position along the
+    /// dimension, its ring neighbours, the byte offset of the segment stage `k` works on).
+    fn torus_all_reduce(
+        &mut self,
+        dims: &[usize],
+        base: u64,
+        total: u64,
+        ty: ElementType,
+        op: Opcode,
+    ) -> CResult<()> {
+        let t = self.vty(ty)?;
+        let w = ty.byte_size() as u64;
+        let topo = sim::ici::Topo::new(&self.arch.ici);
+        let ext: Vec<u64> = dims.iter().map(|&k| topo.dims[k] as u64).collect();
+        // Chunk elements per stage.
+        let mut ce = Vec::with_capacity(dims.len());
+        let mut n = total;
+        for &g in &ext {
+            n /= g;
+            ce.push(n);
+        }
+        let mut recs = vec![vec![-1i64; 4 * dims.len()]; self.chips];
+        for (c, rec) in recs.iter_mut().enumerate() {
+            if c as u64 >= topo.chips() {
+                continue;
+            }
+            let xs = topo.coords(c as u32);
+            let mut seg = 0i64;
+            for (s, &k) in dims.iter().enumerate() {
+                let d = topo.dims[k];
+                let mut nx = xs.clone();
+                nx[k] = (xs[k] + 1) % d;
+                let mut pv = xs.clone();
+                pv[k] = (xs[k] + d - 1) % d;
+                let id = |v: &[u32]| {
+                    v.iter()
+                        .zip(&topo.dims)
+                        .rev()
+                        .fold(0i64, |a, (&x, &dd)| a * dd as i64 + x as i64)
+                };
+                rec[4 * s] = xs[k] as i64;
+                rec[4 * s + 1] = id(&nx);
+                rec[4 * s + 2] = id(&pv);
+                rec[4 * s + 3] = seg * w as i64;
+                seg += xs[k] as i64 * ce[s] as i64;
+            }
+        }
+        let frames: Vec<Frame> = (0..dims.len())
+            .map(|s| Frame {
+                pos: 4 * s,
+                next: 4 * s + 1,
+                prev: 4 * s + 2,
+                seg: Some(4 * s + 3),
+            })
+            .collect();
+        let mut lanes = Vec::new();
+        for (s, f) in frames.iter().enumerate() {
+            lanes.push(self.lanes_in(*f, base, ce[s], ty, true)?);
+        }
+        if self.coll_begin(&recs)? {
+            for (s, l) in lanes.iter().enumerate() {
+                self.ring_phase(l, ext[s], t, w, Some(op));
+            }
+            for (s, l) in lanes.iter().enumerate().rev() {
+                self.ring_phase(l, ext[s], t, w, None);
+            }
+            self.coll_end();
+        }
+        Ok(())
+    }
+
     /// Each group's members in the order of the pod's snake walk ([`sim::ici::Topo::snake_index`]):
     /// ring neighbours one hop apart where the group allows it. Groups naming chips outside
     /// the configured pod keep their order.
@@ -189,6 +318,7 @@ impl Lowerer<'_> {
                 .map(|g| g.iter().map(|&x| x as u32).collect())
                 .collect(),
             bytes,
+            torus_dims: Vec::new(),
         });
     }
 
@@ -223,7 +353,15 @@ impl Lowerer<'_> {
     /// Starts a collective block: places the table of per-replica records in VMEM, waits for
     /// everything issued so far, and loads the chip's record address (`s29`) and its first
     /// field (`s30`).
-    fn coll_begin(&mut self, recs: &[Vec<i64>]) -> CResult<()> {
+    ///
+    /// With the analytic backend (`ici_analytic`) it emits the last noted collective as one
+    /// `ici.model` of its α-β closed form instead, and returns false: the caller skips the
+    /// block (its result buffers hold no data: timing only).
+    fn coll_begin(&mut self, recs: &[Vec<i64>]) -> CResult<bool> {
+        if self.opts.ici_analytic {
+            self.model_last()?;
+            return Ok(false);
+        }
         let k = recs.iter().map(|r| r.len()).max().unwrap_or(1).max(1);
         let mut flat = Vec::with_capacity(recs.len() * k);
         for r in recs {
@@ -269,6 +407,30 @@ impl Lowerer<'_> {
             rb: R_ADDR,
         });
         self.ld_field(R_POS, F_POS);
+        Ok(true)
+    }
+
+    /// One `ici.model` block for the last noted collective: a fence, the modelled transfer
+    /// time on the ICI unit, a fence.
+    fn model_last(&mut self) -> CResult<()> {
+        let c =
+            self.stats.collectives.last().ok_or_else(|| {
+                CompileError::Internal("a collective block without its note".into())
+            })?;
+        let f = sim::ici_model::closed_form(self.arch, c);
+        let mut cycles = (f.seconds * self.arch.clock_mhz * 1e6).ceil().max(1.0) as u64;
+        self.e.fence();
+        while cycles > 0 {
+            let k = cycles.min(u32::MAX as u64);
+            self.e.seq(Inst::IciModel {
+                cycles: k as u32,
+                wait: None,
+                signal: Some(Sem(0)),
+            });
+            self.e.seq(Inst::SemWait { sem: Sem(0), n: 1 });
+            cycles -= k;
+        }
+        self.e.fence();
         Ok(())
     }
 
@@ -289,7 +451,7 @@ impl Lowerer<'_> {
     }
 
     /// `s28 = ((pos + k) mod g) · stride + base`.
-    fn chunk_addr(&mut self, k: i64, g: u64, stride: u64, base: u64) {
+    fn chunk_addr(&mut self, k: i64, g: u64, stride: u64, base: u64, seg: Option<usize>) {
         let g = g as i64;
         self.e.seq(Inst::SLi { rd: R_PEER, imm: g });
         self.e.seq(Inst::SAddi {
@@ -320,6 +482,14 @@ impl Lowerer<'_> {
             ra: R_ADDR,
             rb: R_PEER,
         });
+        if let Some(f) = seg {
+            self.ld_field(R_PEER, f);
+            self.e.seq(Inst::SAdd {
+                rd: R_ADDR,
+                ra: R_ADDR,
+                rb: R_PEER,
+            });
+        }
     }
 
     /// Posts an `ici.send` (or `ici.recv`) of `len` bytes at `mem` to (from) the chip named by
@@ -404,15 +574,18 @@ impl Lowerer<'_> {
     /// chunk `p` and ends with all).
     fn ring_phase(&mut self, lanes: &[Lane], g: u64, t: DType, w: u64, combine: Option<Opcode>) {
         let (hops_s, hops_r): (i64, i64) = if combine.is_some() { (1, 2) } else { (0, 1) };
+        if let Some(l) = lanes.first() {
+            self.ld_field(R_POS, l.f.pos);
+        }
         for s in 0..g as i64 - 1 {
             // Chunk indices relative to the position: downstream-flowing lanes count down.
             let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
             for lane in lanes {
-                let from = if lane.fwd { F_PREV } else { F_NEXT };
+                let from = if lane.fwd { lane.f.prev } else { lane.f.next };
                 let dst = if combine.is_some() {
                     self.e.memref(Space::Vmem, lane.tmp)
                 } else {
-                    self.chunk_addr(k(lane, hops_r), g, lane.stride, lane.base);
+                    self.chunk_addr(k(lane, hops_r), g, lane.stride, lane.base, lane.f.seg);
                     MemRef {
                         space: Space::Vmem,
                         base: R_ADDR,
@@ -422,8 +595,8 @@ impl Lowerer<'_> {
                 self.post(false, from, dst, lane.len * w, lane.tag, lane.sems[1]);
             }
             for lane in lanes {
-                let to = if lane.fwd { F_NEXT } else { F_PREV };
-                self.chunk_addr(k(lane, hops_s), g, lane.stride, lane.base);
+                let to = if lane.fwd { lane.f.next } else { lane.f.prev };
+                self.chunk_addr(k(lane, hops_s), g, lane.stride, lane.base, lane.f.seg);
                 let src = MemRef {
                     space: Space::Vmem,
                     base: R_ADDR,
@@ -435,7 +608,7 @@ impl Lowerer<'_> {
             if let Some(op) = combine {
                 for (i, lane) in lanes.iter().enumerate() {
                     self.wait(lane.sems[1], 1);
-                    self.chunk_addr(k(lane, hops_r), g, lane.stride, lane.base);
+                    self.chunk_addr(k(lane, hops_r), g, lane.stride, lane.base, lane.f.seg);
                     pieces[i] = self.runtime_vpu(
                         RtVpu::Combine(op),
                         lane.tmp,
@@ -459,6 +632,18 @@ impl Lowerer<'_> {
     /// Two counter-rotating lanes over `g` chunks of `ce` elements at `base` (one lane if a
     /// chunk has a single element), each with a scratch buffer when combining.
     fn lanes(&mut self, base: u64, ce: u64, ty: ElementType, combine: bool) -> CResult<Vec<Lane>> {
+        self.lanes_in(FLAT, base, ce, ty, combine)
+    }
+
+    /// [`Self::lanes`] of a ring with frame `f`.
+    fn lanes_in(
+        &mut self,
+        f: Frame,
+        base: u64,
+        ce: u64,
+        ty: ElementType,
+        combine: bool,
+    ) -> CResult<Vec<Lane>> {
         let w = ty.byte_size() as u64;
         let h0 = ce.div_ceil(2);
         let parts: Vec<(u64, u64)> = if ce >= 2 {
@@ -475,6 +660,7 @@ impl Lowerer<'_> {
                 0
             };
             lanes.push(Lane {
+                f,
                 base: base + off * w,
                 stride: ce * w,
                 len,
@@ -527,35 +713,75 @@ impl Lowerer<'_> {
                 })
                 .collect::<CResult<_>>()?,
         };
-        let mut vals = Vec::new();
-        for (i, &o) in ops.iter().enumerate() {
-            let x = self.arr(o)?;
-            let (ty, dims) = outs[i].clone();
+        // Operands of one element type are reduced together in one buffer (one ring instead
+        // of one per operand: XLA's all-reduce combining), each result a view into it.
+        let mut by_type: Vec<(ElementType, Vec<usize>)> = Vec::new();
+        for (i, (ty, _)) in outs.iter().enumerate() {
+            match by_type.iter_mut().find(|(t, _)| t == ty) {
+                Some((_, v)) => v.push(i),
+                None => by_type.push((*ty, vec![i])),
+            }
+        }
+        let mut vals: Vec<Option<Val>> = vec![None; ops.len()];
+        for (ty, idx) in by_type {
             let t = self.vty(ty)?;
             let op = self.reducer(h, t)?;
             let g = groups[0].len() as u64;
-            let n = x.elems();
-            let ce = n.div_ceil(g).max(1);
             let w = ty.byte_size() as u64;
-            // In place when the operand dies here and needs no padding; else a copy.
-            let work = if n == g * ce && x.bytes() == n * w && self.take_over(&x, h) {
-                x.with_dims(vec![n as usize])
+            let xs: Vec<Buf> = idx
+                .iter()
+                .map(|&i| self.arr(ops[i]))
+                .collect::<CResult<_>>()?;
+            let n: u64 = xs.iter().map(|x| x.elems()).sum();
+            let ce = n.div_ceil(g).max(1);
+            // In place when a single operand dies here and needs no padding; else copies.
+            let work = if xs.len() == 1
+                && n == g * ce
+                && xs[0].bytes() == n * w
+                && self.take_over(&xs[0], h)
+            {
+                xs[0].with_dims(vec![n as usize])
             } else {
                 let work = self.new_buf(h, ty, vec![(g * ce) as usize])?;
-                self.copy_into(&work.with_dims(vec![n as usize]), &x)?;
+                let mut off = 0;
+                for x in &xs {
+                    let view = Buf {
+                        addr: work.addr + off * w,
+                        dims: vec![x.elems() as usize],
+                        ..work.clone()
+                    };
+                    self.copy_into(&view, &x.with_dims(vec![x.elems() as usize]))?;
+                    off += x.elems();
+                }
                 work
             };
-            if g > 1 {
+            if let Some(tor) = self.torus_stages(&groups) {
+                self.note_stages(h, &groups, n * w, &tor);
+                self.torus_all_reduce(&tor, work.addr, g * ce, ty, op)?;
+            } else if g > 1 {
                 self.note(h, CollKind::AllReduce, &groups, n * w);
                 let lanes = self.lanes(work.addr, ce, ty, true)?;
                 let recs = self.ring_records(&groups, false);
-                self.coll_begin(&recs)?;
-                self.ring_phase(&lanes, g, t, w, Some(op));
-                self.ring_phase(&lanes, g, t, w, None);
-                self.coll_end();
+                if self.coll_begin(&recs)? {
+                    self.ring_phase(&lanes, g, t, w, Some(op));
+                    self.ring_phase(&lanes, g, t, w, None);
+                    self.coll_end();
+                }
             }
-            vals.push(Val::Array(work.with_dims(dims)));
+            let mut off = 0;
+            for (k, &i) in idx.iter().enumerate() {
+                vals[i] = Some(Val::Array(Buf {
+                    addr: work.addr + off * w,
+                    dims: outs[i].1.clone(),
+                    ..work.clone()
+                }));
+                off += xs[k].elems();
+            }
         }
+        let mut vals: Vec<Val> = vals
+            .into_iter()
+            .map(|v| v.expect("every operand"))
+            .collect();
         Ok(if self.comp().insts[h].shape.as_array().is_some() {
             vals.pop().expect("one operand")
         } else {
@@ -615,13 +841,14 @@ impl Lowerer<'_> {
         self.note(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w);
         let lanes = self.lanes(stage.addr, ce, ty, true)?;
         let recs = self.ring_records(&groups, false);
-        self.coll_begin(&recs)?;
-        self.ring_phase(&lanes, g as u64, t, w, Some(op));
-        // This chip's block: chunk `pos`.
-        self.chunk_addr(0, g as u64, ce * w, stage.addr);
-        let pieces = self.runtime_vpu(RtVpu::Store, out.addr, ce, t, w, 0);
-        self.wait(0, pieces);
-        self.coll_end();
+        if self.coll_begin(&recs)? {
+            self.ring_phase(&lanes, g as u64, t, w, Some(op));
+            // This chip's block: chunk `pos`.
+            self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
+            let pieces = self.runtime_vpu(RtVpu::Store, out.addr, ce, t, w, 0);
+            self.wait(0, pieces);
+            self.coll_end();
+        }
         Ok(Val::Array(out))
     }
 
@@ -641,52 +868,53 @@ impl Lowerer<'_> {
         self.note(h, CollKind::Broadcast, &groups, x.bytes());
         let recs = self.ring_records(&groups, true);
         let tag = self.next_tag();
-        self.coll_begin(&recs)?;
-        let (not_root, done) = (self.e.b.new_label(), self.e.b.new_label());
-        self.e.b.emit_branch(
-            Inst::Bne {
-                ra: R_POS,
-                rb: SReg(0),
-                target: isa::Target(0),
-            },
-            not_root,
-        );
-        // The root: send to members 1..g, keep its own operand.
-        for k in 1..g {
-            let m = self.e.memref(Space::Vmem, x.addr);
-            self.post(true, F_MEMBERS + k, m, x.bytes(), tag, 0);
+        if self.coll_begin(&recs)? {
+            let (not_root, done) = (self.e.b.new_label(), self.e.b.new_label());
+            self.e.b.emit_branch(
+                Inst::Bne {
+                    ra: R_POS,
+                    rb: SReg(0),
+                    target: isa::Target(0),
+                },
+                not_root,
+            );
+            // The root: send to members 1..g, keep its own operand.
+            for k in 1..g {
+                let m = self.e.memref(Space::Vmem, x.addr);
+                self.post(true, F_MEMBERS + k, m, x.bytes(), tag, 0);
+            }
+            let mut pieces = 0;
+            for (s, k) in chunks(out.elems()) {
+                let off = s * ty.byte_size() as u64;
+                let (dst, a) = (self.e.vaddr(out.addr + off), self.e.vaddr(x.addr + off));
+                self.e.seq(Inst::VMov {
+                    dst,
+                    a,
+                    n: k,
+                    t,
+                    wait: None,
+                    signal: Some(Sem(1)),
+                });
+                pieces += 1;
+            }
+            self.wait(1, pieces);
+            self.wait(0, g as u32 - 1);
+            self.e.b.emit_branch(
+                Inst::Jmp {
+                    target: isa::Target(0),
+                },
+                done,
+            );
+            // Everyone else: receive from the root.
+            self.e.b.bind(not_root);
+            self.e.join();
+            let m = self.e.memref(Space::Vmem, out.addr);
+            self.post(false, F_MEMBERS, m, out.bytes(), tag, 0);
+            self.wait(0, 1);
+            self.e.b.bind(done);
+            self.e.join();
+            self.coll_end();
         }
-        let mut pieces = 0;
-        for (s, k) in chunks(out.elems()) {
-            let off = s * ty.byte_size() as u64;
-            let (dst, a) = (self.e.vaddr(out.addr + off), self.e.vaddr(x.addr + off));
-            self.e.seq(Inst::VMov {
-                dst,
-                a,
-                n: k,
-                t,
-                wait: None,
-                signal: Some(Sem(1)),
-            });
-            pieces += 1;
-        }
-        self.wait(1, pieces);
-        self.wait(0, g as u32 - 1);
-        self.e.b.emit_branch(
-            Inst::Jmp {
-                target: isa::Target(0),
-            },
-            done,
-        );
-        // Everyone else: receive from the root.
-        self.e.b.bind(not_root);
-        self.e.join();
-        let m = self.e.memref(Space::Vmem, out.addr);
-        self.post(false, F_MEMBERS, m, out.bytes(), tag, 0);
-        self.wait(0, 1);
-        self.e.b.bind(done);
-        self.e.join();
-        self.coll_end();
         Ok(Val::Array(out))
     }
 
@@ -714,14 +942,15 @@ impl Lowerer<'_> {
         let recs = self.ring_records(&groups, false);
         // Own block at position `pos`, then the all-gather ring.
         let lanes = self.lanes(stage.addr, ce, ty, false)?;
-        self.coll_begin(&recs)?;
-        self.chunk_addr(0, g as u64, ce * w, stage.addr);
-        let pieces = self.runtime_vpu(RtVpu::Load, x.addr, ce, t, w, 0);
-        self.wait(0, pieces);
-        if g > 1 {
-            self.ring_phase(&lanes, g as u64, t, w, None);
+        if self.coll_begin(&recs)? {
+            self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
+            let pieces = self.runtime_vpu(RtVpu::Load, x.addr, ce, t, w, 0);
+            self.wait(0, pieces);
+            if g > 1 {
+                self.ring_phase(&lanes, g as u64, t, w, None);
+            }
+            self.coll_end();
         }
-        self.coll_end();
         if direct {
             return Ok(Val::Array(stage.with_dims(dims)));
         }
@@ -757,17 +986,18 @@ impl Lowerer<'_> {
                 .collect::<CResult<_>>()?;
             let total: u64 = xs.iter().map(|x| x.bytes()).sum();
             self.note(h, CollKind::AllToAll, &groups, total);
-            self.coll_begin(&recs)?;
-            for (j, o) in outs.iter().enumerate() {
-                let m = self.e.memref(Space::Vmem, o.addr);
-                self.post(false, F_MEMBERS + j, m, o.bytes(), tag, 0);
+            if self.coll_begin(&recs)? {
+                for (j, o) in outs.iter().enumerate() {
+                    let m = self.e.memref(Space::Vmem, o.addr);
+                    self.post(false, F_MEMBERS + j, m, o.bytes(), tag, 0);
+                }
+                for (j, x) in xs.iter().enumerate() {
+                    let m = self.e.memref(Space::Vmem, x.addr);
+                    self.post(true, F_MEMBERS + j, m, x.bytes(), tag, 0);
+                }
+                self.wait(0, 2 * g as u32);
+                self.coll_end();
             }
-            for (j, x) in xs.iter().enumerate() {
-                let m = self.e.memref(Space::Vmem, x.addr);
-                self.post(true, F_MEMBERS + j, m, x.bytes(), tag, 0);
-            }
-            self.wait(0, 2 * g as u32);
-            self.coll_end();
             return Ok(Val::Tuple(outs.into_iter().map(Val::Array).collect()));
         }
         if ops.len() != 1 {
@@ -788,17 +1018,18 @@ impl Lowerer<'_> {
             self.tmp(ty, vec![g, a, dk, b])?
         };
         self.note(h, CollKind::AllToAll, &groups, g as u64 * blk);
-        self.coll_begin(&recs)?;
-        for j in 0..g {
-            let m = self.e.memref(Space::Vmem, recv.addr + j as u64 * blk);
-            self.post(false, F_MEMBERS + j, m, blk, tag, 0);
+        if self.coll_begin(&recs)? {
+            for j in 0..g {
+                let m = self.e.memref(Space::Vmem, recv.addr + j as u64 * blk);
+                self.post(false, F_MEMBERS + j, m, blk, tag, 0);
+            }
+            for j in 0..g {
+                let m = self.e.memref(Space::Vmem, send.addr + j as u64 * blk);
+                self.post(true, F_MEMBERS + j, m, blk, tag, 0);
+            }
+            self.wait(0, 2 * g as u32);
+            self.coll_end();
         }
-        for j in 0..g {
-            let m = self.e.memref(Space::Vmem, send.addr + j as u64 * blk);
-            self.post(true, F_MEMBERS + j, m, blk, tag, 0);
-        }
-        self.wait(0, 2 * g as u32);
-        self.coll_end();
         if direct {
             return Ok(Val::Array(recv.with_dims(dims)));
         }
@@ -843,80 +1074,81 @@ impl Lowerer<'_> {
             recs[d][0] = s as i64;
             recs[s][1] = d as i64;
         }
-        self.coll_begin(&recs)?;
-        if let Some(out) = recv {
-            let t = self.vty(out.ty)?;
-            // Receive from the source, or zeros.
-            let (no_src, src_done) = (self.e.b.new_label(), self.e.b.new_label());
-            self.e.b.emit_branch(
-                Inst::Blt {
-                    ra: R_POS,
-                    rb: SReg(0),
-                    target: isa::Target(0),
-                },
-                no_src,
-            );
-            let m = self.e.memref(Space::Vmem, out.addr);
-            self.post(false, 0, m, out.bytes(), tag, 1);
-            self.e.b.emit_branch(
-                Inst::Jmp {
-                    target: isa::Target(0),
-                },
-                src_done,
-            );
-            self.e.b.bind(no_src);
-            self.e.join();
-            let mut pieces = 0;
-            for (s, k) in chunks(out.elems()) {
-                let dst = self.e.vaddr(out.addr + s * out.ty.byte_size() as u64);
-                self.e.seq(Inst::VSplat {
-                    dst,
-                    src: SReg(0),
-                    n: k,
-                    t,
-                    wait: None,
-                    signal: Some(Sem(2)),
-                });
-                pieces += 1;
+        if self.coll_begin(&recs)? {
+            if let Some(out) = recv {
+                let t = self.vty(out.ty)?;
+                // Receive from the source, or zeros.
+                let (no_src, src_done) = (self.e.b.new_label(), self.e.b.new_label());
+                self.e.b.emit_branch(
+                    Inst::Blt {
+                        ra: R_POS,
+                        rb: SReg(0),
+                        target: isa::Target(0),
+                    },
+                    no_src,
+                );
+                let m = self.e.memref(Space::Vmem, out.addr);
+                self.post(false, 0, m, out.bytes(), tag, 1);
+                self.e.b.emit_branch(
+                    Inst::Jmp {
+                        target: isa::Target(0),
+                    },
+                    src_done,
+                );
+                self.e.b.bind(no_src);
+                self.e.join();
+                let mut pieces = 0;
+                for (s, k) in chunks(out.elems()) {
+                    let dst = self.e.vaddr(out.addr + s * out.ty.byte_size() as u64);
+                    self.e.seq(Inst::VSplat {
+                        dst,
+                        src: SReg(0),
+                        n: k,
+                        t,
+                        wait: None,
+                        signal: Some(Sem(2)),
+                    });
+                    pieces += 1;
+                }
+                self.wait(2, pieces);
+                self.e.b.bind(src_done);
+                self.e.join();
             }
-            self.wait(2, pieces);
-            self.e.b.bind(src_done);
-            self.e.join();
+            if let Some(x) = send {
+                // Send to the target, if any.
+                let no_tgt = self.e.b.new_label();
+                self.ld_field(R_PEER, 1);
+                self.e.b.emit_branch(
+                    Inst::Blt {
+                        ra: R_PEER,
+                        rb: SReg(0),
+                        target: isa::Target(0),
+                    },
+                    no_tgt,
+                );
+                let m = self.e.memref(Space::Vmem, x.addr);
+                self.post(true, 1, m, x.bytes(), tag, 0);
+                self.wait(0, 1);
+                self.e.b.bind(no_tgt);
+                self.e.join();
+            }
+            if recv.is_some() {
+                // The receive, if there was one.
+                let no_wait = self.e.b.new_label();
+                self.e.b.emit_branch(
+                    Inst::Blt {
+                        ra: R_POS,
+                        rb: SReg(0),
+                        target: isa::Target(0),
+                    },
+                    no_wait,
+                );
+                self.wait(1, 1);
+                self.e.b.bind(no_wait);
+                self.e.join();
+            }
+            self.coll_end();
         }
-        if let Some(x) = send {
-            // Send to the target, if any.
-            let no_tgt = self.e.b.new_label();
-            self.ld_field(R_PEER, 1);
-            self.e.b.emit_branch(
-                Inst::Blt {
-                    ra: R_PEER,
-                    rb: SReg(0),
-                    target: isa::Target(0),
-                },
-                no_tgt,
-            );
-            let m = self.e.memref(Space::Vmem, x.addr);
-            self.post(true, 1, m, x.bytes(), tag, 0);
-            self.wait(0, 1);
-            self.e.b.bind(no_tgt);
-            self.e.join();
-        }
-        if recv.is_some() {
-            // The receive, if there was one.
-            let no_wait = self.e.b.new_label();
-            self.e.b.emit_branch(
-                Inst::Blt {
-                    ra: R_POS,
-                    rb: SReg(0),
-                    target: isa::Target(0),
-                },
-                no_wait,
-            );
-            self.wait(1, 1);
-            self.e.b.bind(no_wait);
-            self.e.join();
-        }
-        self.coll_end();
         Ok(())
     }
 }

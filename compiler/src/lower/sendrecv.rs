@@ -29,7 +29,7 @@ pub(crate) struct Channels {
     /// The ICI tag of each channel seen so far.
     tags: std::collections::BTreeMap<i64, u32>,
     /// Sends not exchanged yet, per channel, oldest first.
-    queued: std::collections::BTreeMap<i64, std::collections::VecDeque<Buf>>,
+    queued: std::collections::BTreeMap<i64, std::collections::VecDeque<(Buf, InstId)>>,
 }
 
 /// Lowers `send`, `send-done`, `recv` and `recv-done`; `None` for other ops.
@@ -53,7 +53,11 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             let ch = l.channel_of(h)?;
             let x = l.arr(inst.operands[0])?;
             l.pin(&x);
-            l.chans.queued.entry(ch).or_default().push_back(x.clone());
+            l.chans
+                .queued
+                .entry(ch)
+                .or_default()
+                .push_back((x.clone(), h));
             Val::Tuple(vec![Val::Array(x), Val::Token, Val::Token])
         }
         Opcode::SendDone => Val::Token,
@@ -80,8 +84,8 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 &as_groups,
                 out.bytes(),
             );
-            l.exchange(&pairs, send.as_ref(), Some(&out), tag)?;
-            if let Some(x) = send {
+            l.exchange(&pairs, send.as_ref().map(|s| &s.0), Some(&out), tag)?;
+            if let Some((x, _)) = send {
                 l.unpin(&x);
             }
             Val::Tuple(vec![Val::Array(out), Val::Token])
@@ -135,8 +139,10 @@ impl Lowerer<'_> {
         let root = self.comp().root;
         let queued = std::mem::take(&mut self.chans.queued);
         for (ch, q) in queued {
-            for x in q {
+            for (x, h) in q {
                 let (pairs, tag) = self.channel_plan(root, ch)?;
+                let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
+                self.note(h, sim::ici_model::CollKind::Permute, &as_groups, x.bytes());
                 self.exchange(&pairs, Some(&x), None, tag)?;
                 self.unpin(&x);
             }
