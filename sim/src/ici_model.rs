@@ -89,13 +89,20 @@ pub struct Collective {
 impl Collective {
     /// The algorithm, in words.
     pub fn algorithm(&self) -> String {
-        if self.torus_dims.is_empty() {
-            self.kind.algorithm().to_string()
-        } else {
-            format!(
+        match (self.torus_dims.is_empty(), self.kind) {
+            (true, k) => k.algorithm().to_string(),
+            (false, CollKind::AllGather) => format!(
+                "torus: bidirectional-ring all-gathers along dims {:?}",
+                self.torus_dims.iter().rev().collect::<Vec<_>>()
+            ),
+            (false, CollKind::ReduceScatter) => format!(
+                "torus: bidirectional-ring reduce-scatters along dims {:?}",
+                self.torus_dims
+            ),
+            (false, _) => format!(
                 "torus: bidirectional-ring reduce-scatter along dims {:?}, then all-gathers in reverse",
                 self.torus_dims
-            )
+            ),
         }
     }
 }
@@ -117,7 +124,7 @@ pub struct ClosedForm {
 pub fn closed_form(arch: &ArchConfig, c: &Collective) -> ClosedForm {
     let topo = Topo::new(&arch.ici);
     if !c.torus_dims.is_empty() {
-        return torus_all_reduce(arch, &topo, c);
+        return torus_stages(arch, &topo, c);
     }
     let (steps, flows) = phase(c);
     let mut load: HashMap<u32, f64> = HashMap::new();
@@ -173,12 +180,13 @@ fn phase_time(arch: &ArchConfig, topo: &Topo, flows: &[(u32, u32, f64)]) -> (f64
     (t, hops, link_bytes)
 }
 
-/// The torus all-reduce: per dimension `k` of `c.torus_dims` a stage of `g_k − 1` ring steps,
+/// A torus collective: per dimension `k` of `c.torus_dims` a stage of `g_k − 1` ring steps,
 /// each member sending half of a chunk of `n_k / g_k` bytes to each neighbour along `k`
-/// (`n_0 = n`, `n_{k+1} = n_k / g_k`), reduce-scatter stages then all-gather stages:
-/// `2 · Σ_k (g_k − 1) · (α·h_k + L_k/β)`; one hop apart with wrap-around,
-/// `2·Σ(g_k−1)·α + (1 − 1/Πg_k) · n/β`.
-fn torus_all_reduce(arch: &ArchConfig, topo: &Topo, c: &Collective) -> ClosedForm {
+/// (`n_0 = n`, `n_{k+1} = n_k / g_k`): `Σ_k (g_k − 1) · (α·h_k + L_k/β)` for reduce-scatter
+/// or all-gather (its stages in reverse, same sizes), twice that for all-reduce; one hop apart
+/// with wrap-around, all-reduce is `2·Σ(g_k−1)·α + (1 − 1/Πg_k) · n/β`.
+fn torus_stages(arch: &ArchConfig, topo: &Topo, c: &Collective) -> ClosedForm {
+    let phases = if c.kind == CollKind::AllReduce { 2 } else { 1 };
     let mut n = c.bytes as f64;
     let (mut total, mut steps, mut hops, mut link) = (0.0, 0u64, 0u64, 0.0f64);
     for &k in &c.torus_dims {
@@ -201,8 +209,8 @@ fn torus_all_reduce(arch: &ArchConfig, topo: &Topo, c: &Collective) -> ClosedFor
             }
         }
         let (t, h, l) = phase_time(arch, topo, &flows);
-        total += 2.0 * (g - 1) as f64 * t;
-        steps += 2 * (g as u64 - 1);
+        total += phases as f64 * (g - 1) as f64 * t;
+        steps += phases * (g as u64 - 1);
         hops = hops.max(h);
         link = link.max(l);
         n = chunk;

@@ -86,6 +86,14 @@ struct Lane {
     sems: [u8; 3],
 }
 
+/// What a torus collective does ([`Lowerer::torus_run`]).
+#[derive(Clone, Copy)]
+enum Torus<'a> {
+    AllReduce(Opcode),
+    ReduceScatter(Opcode, &'a Buf),
+    AllGather(&'a Buf),
+}
+
 /// What [`Lowerer::runtime_vpu`] does between the runtime address `[s28]` and a static one.
 #[derive(Clone, Copy, Debug)]
 enum RtVpu {
@@ -212,87 +220,140 @@ impl Lowerer<'_> {
         dims
     }
 
-    /// Records a torus all-reduce (stages along `dims`).
-    fn note_stages(&mut self, h: InstId, groups: &[Vec<usize>], bytes: u64, dims: &[usize]) {
-        self.note(h, CollKind::AllReduce, groups, bytes);
+    /// Records a torus collective (stages along `dims`, in order).
+    fn note_stages(
+        &mut self,
+        h: InstId,
+        kind: CollKind,
+        groups: &[Vec<usize>],
+        bytes: u64,
+        dims: &[usize],
+    ) {
+        self.note(h, kind, groups, bytes);
         if let Some(c) = self.stats.collectives.last_mut() {
             c.torus_dims = dims.to_vec();
         }
     }
 
-    /// All-reduce on a torus, dimension by dimension: a bidirectional-ring reduce-scatter
-    /// along each dimension of `dims` in turn (each on the segment the previous one left),
-    /// then the all-gathers in reverse. `total` elements at `base`, divisible by the group.
+    /// A collective on a torus, dimension by dimension, over `total` elements at `base`
+    /// (divisible by the group): the stages run along the dimensions of `order` in turn, each a
+    /// bidirectional ring over the segment the previous stage left (`n_k = n/Π_{j<k} g_j`).
+    /// All-reduce: the reduce-scatter stages, then the all-gather stages in reverse.
+    /// Reduce-scatter: the reduce-scatter stages, then the chip's block (at the byte offset
+    /// the record's last field holds) is stored to `out`. All-gather: the chip's block is
+    /// loaded from `own` to that offset, then the all-gather stages in reverse.
     ///
-    /// Record per chip and stage `k`: `[pos_k, next_k, prev_k, seg_k]` (position along the
-    /// dimension, its ring neighbours, the byte offset of the segment stage `k` works on).
-    fn torus_all_reduce(
+    /// Record per chip: per stage `s` `[pos_s, next_s, prev_s, seg_s]` (position along the
+    /// dimension, ring neighbours, byte offset of the segment the stage works on), then the
+    /// byte offset of the chip's final block.
+    fn torus_run(
         &mut self,
-        dims: &[usize],
+        order: &[usize],
         base: u64,
         total: u64,
         ty: ElementType,
-        op: Opcode,
+        what: Torus<'_>,
     ) -> CResult<()> {
         let t = self.vty(ty)?;
         let w = ty.byte_size() as u64;
         let topo = sim::ici::Topo::new(&self.arch.ici);
-        let ext: Vec<u64> = dims.iter().map(|&k| topo.dims[k] as u64).collect();
+        let ext: Vec<u64> = order.iter().map(|&k| topo.dims[k] as u64).collect();
         // Chunk elements per stage.
-        let mut ce = Vec::with_capacity(dims.len());
+        let mut ce = Vec::with_capacity(order.len());
         let mut n = total;
         for &g in &ext {
             n /= g;
             ce.push(n);
         }
-        let mut recs = vec![vec![-1i64; 4 * dims.len()]; self.chips];
+        let last = 4 * order.len();
+        let mut recs = vec![vec![-1i64; last + 1]; self.chips];
         for (c, rec) in recs.iter_mut().enumerate() {
             if c as u64 >= topo.chips() {
                 continue;
             }
             let xs = topo.coords(c as u32);
+            let id = |v: &[u32]| {
+                v.iter()
+                    .zip(&topo.dims)
+                    .rev()
+                    .fold(0i64, |a, (&x, &dd)| a * dd as i64 + x as i64)
+            };
             let mut seg = 0i64;
-            for (s, &k) in dims.iter().enumerate() {
+            for (s, &k) in order.iter().enumerate() {
                 let d = topo.dims[k];
                 let mut nx = xs.clone();
                 nx[k] = (xs[k] + 1) % d;
                 let mut pv = xs.clone();
                 pv[k] = (xs[k] + d - 1) % d;
-                let id = |v: &[u32]| {
-                    v.iter()
-                        .zip(&topo.dims)
-                        .rev()
-                        .fold(0i64, |a, (&x, &dd)| a * dd as i64 + x as i64)
-                };
                 rec[4 * s] = xs[k] as i64;
                 rec[4 * s + 1] = id(&nx);
                 rec[4 * s + 2] = id(&pv);
                 rec[4 * s + 3] = seg * w as i64;
                 seg += xs[k] as i64 * ce[s] as i64;
             }
+            rec[last] = seg * w as i64;
         }
-        let frames: Vec<Frame> = (0..dims.len())
-            .map(|s| Frame {
+        let combine = match what {
+            Torus::AllReduce(op) | Torus::ReduceScatter(op, _) => Some(op),
+            Torus::AllGather(_) => None,
+        };
+        let mut lanes = Vec::new();
+        for (s, &chunk) in ce.iter().enumerate() {
+            let f = Frame {
                 pos: 4 * s,
                 next: 4 * s + 1,
                 prev: 4 * s + 2,
                 seg: Some(4 * s + 3),
-            })
-            .collect();
-        let mut lanes = Vec::new();
-        for (s, f) in frames.iter().enumerate() {
-            lanes.push(self.lanes_in(*f, base, ce[s], ty, true)?);
+            };
+            lanes.push(self.lanes_in(f, base, chunk, ty, combine.is_some())?);
         }
+        let block = *ce.last().unwrap_or(&total);
         if self.coll_begin(&recs)? {
-            for (s, l) in lanes.iter().enumerate() {
-                self.ring_phase(l, ext[s], t, w, Some(op));
+            if let Torus::AllGather(own) = what {
+                self.block_addr(last, base);
+                let pieces = self.runtime_vpu(RtVpu::Load, own.addr, block, t, w, 0);
+                self.wait(0, pieces);
             }
-            for (s, l) in lanes.iter().enumerate().rev() {
-                self.ring_phase(l, ext[s], t, w, None);
+            if let Some(op) = combine {
+                for (s, l) in lanes.iter().enumerate() {
+                    self.ring_phase(l, ext[s], t, w, Some(op));
+                }
+            }
+            if !matches!(what, Torus::ReduceScatter(..)) {
+                for (s, l) in lanes.iter().enumerate().rev() {
+                    self.ring_phase(l, ext[s], t, w, None);
+                }
+            }
+            if let Torus::ReduceScatter(_, out) = what {
+                self.block_addr(last, base);
+                let pieces = self.runtime_vpu(RtVpu::Store, out.addr, block, t, w, 0);
+                self.wait(0, pieces);
             }
             self.coll_end();
         }
         Ok(())
+    }
+
+    /// `s28 = base + record[field]`.
+    fn block_addr(&mut self, field: usize, base: u64) {
+        self.ld_field(R_ADDR, field);
+        self.e.seq(Inst::SAddi {
+            rd: R_ADDR,
+            ra: R_ADDR,
+            imm: base as i64,
+        });
+    }
+
+    /// The torus stages of a reduce-scatter or all-gather: as [`Self::torus_stages`], and each
+    /// group listed in ascending chip order (so member `p`'s block is the one the stages leave
+    /// on it), slowest dimension first.
+    fn torus_block_stages(&self, groups: &[Vec<usize>]) -> Option<Vec<usize>> {
+        if groups.iter().any(|g| g.windows(2).any(|w| w[0] > w[1])) {
+            return None;
+        }
+        let mut dims = self.torus_stages(groups)?;
+        dims.reverse();
+        Some(dims)
     }
 
     /// Each group's members in the order of the pod's snake walk ([`sim::ici::Topo::snake_index`]):
@@ -756,8 +817,8 @@ impl Lowerer<'_> {
                 work
             };
             if let Some(tor) = self.torus_stages(&groups) {
-                self.note_stages(h, &groups, n * w, &tor);
-                self.torus_all_reduce(&tor, work.addr, g * ce, ty, op)?;
+                self.note_stages(h, CollKind::AllReduce, &groups, n * w, &tor);
+                self.torus_run(&tor, work.addr, g * ce, ty, Torus::AllReduce(op))?;
             } else if g > 1 {
                 self.note(h, CollKind::AllReduce, &groups, n * w);
                 let lanes = self.lanes(work.addr, ce, ty, true)?;
@@ -836,6 +897,17 @@ impl Lowerer<'_> {
         let ce = (a * dk * b) as u64;
         if g == 1 {
             self.copy_into(&out, &stage.with_dims(out.dims.clone()))?;
+            return Ok(Val::Array(out));
+        }
+        if let Some(tor) = self.torus_block_stages(&groups) {
+            self.note_stages(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w, &tor);
+            self.torus_run(
+                &tor,
+                stage.addr,
+                g as u64 * ce,
+                ty,
+                Torus::ReduceScatter(op, &out),
+            )?;
             return Ok(Val::Array(out));
         }
         self.note(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w);
@@ -938,11 +1010,17 @@ impl Lowerer<'_> {
         } else {
             self.tmp(ty, vec![g, a, dk, b])?
         };
-        self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w);
+        let tor = self.torus_block_stages(&groups);
+        if let Some(tor) = &tor {
+            self.note_stages(h, CollKind::AllGather, &groups, g as u64 * ce * w, tor);
+            self.torus_run(tor, stage.addr, g as u64 * ce, ty, Torus::AllGather(&x))?;
+        } else {
+            self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w);
+        }
         let recs = self.ring_records(&groups, false);
         // Own block at position `pos`, then the all-gather ring.
         let lanes = self.lanes(stage.addr, ce, ty, false)?;
-        if self.coll_begin(&recs)? {
+        if tor.is_none() && self.coll_begin(&recs)? {
             self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
             let pieces = self.runtime_vpu(RtVpu::Load, x.addr, ce, t, w, 0);
             self.wait(0, pieces);
