@@ -127,26 +127,7 @@ pub fn closed_form(arch: &ArchConfig, c: &Collective) -> ClosedForm {
         return torus_stages(arch, &topo, c);
     }
     let (steps, flows) = phase(c);
-    let mut load: HashMap<u32, f64> = HashMap::new();
-    let mut hops = 0u64;
-    for &(s, d, b) in &flows {
-        if s == d || b <= 0.0 {
-            continue;
-        }
-        let path = topo.route(s, d);
-        hops = hops.max(path.len() as u64);
-        for l in path {
-            *load.entry(l).or_default() += b;
-        }
-    }
-    let link_bytes = load.values().fold(0.0f64, |a, &b| a.max(b));
-    let beta = arch.ici.gbps_per_link * 1e9;
-    let alpha = arch.ici.hop_latency_ns * 1e-9;
-    let per = if flows.is_empty() {
-        0.0
-    } else {
-        alpha * hops as f64 + link_bytes / beta
-    };
+    let (per, hops, link_bytes) = phase_time(arch, &topo, &flows);
     ClosedForm {
         seconds: steps as f64 * per,
         steps,

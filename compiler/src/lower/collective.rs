@@ -876,11 +876,7 @@ impl Lowerer<'_> {
     }
 
     fn reduce_scatter(&mut self, h: InstId) -> CResult<Val> {
-        let ops = &self.comp().insts[h].operands;
-        if ops.len() != 1 {
-            return Err(self.unsupported("reduce-scatter of several operands"));
-        }
-        let x = self.arr(ops[0])?;
+        let x = self.sole_operand(h, "reduce-scatter")?;
         let (ty, dims) = self.out_shape(h)?;
         let d = self.one_dim(h)?;
         let groups = self.groups(h)?;
@@ -924,14 +920,19 @@ impl Lowerer<'_> {
         Ok(Val::Array(out))
     }
 
+    /// The one array operand of `h` (`what` of several operands is not supported yet).
+    fn sole_operand(&self, h: InstId, what: &str) -> CResult<Buf> {
+        let ops = &self.comp().insts[h].operands;
+        if ops.len() != 1 {
+            return Err(self.unsupported(format!("{what} of several operands")));
+        }
+        self.arr(ops[0])
+    }
+
     /// Every member gets the operand of its group's first member: the root sends it to each
     /// other member (`g − 1` sends at once, sharing the root's links), the others receive.
     fn collective_broadcast(&mut self, h: InstId) -> CResult<Val> {
-        let ops = &self.comp().insts[h].operands;
-        if ops.len() != 1 {
-            return Err(self.unsupported("collective-broadcast of several operands"));
-        }
-        let x = self.arr(ops[0])?;
+        let x = self.sole_operand(h, "collective-broadcast")?;
         let (ty, dims) = self.out_shape(h)?;
         let groups = self.groups(h)?;
         let g = groups[0].len();
@@ -991,11 +992,7 @@ impl Lowerer<'_> {
     }
 
     fn all_gather(&mut self, h: InstId) -> CResult<Val> {
-        let ops = &self.comp().insts[h].operands;
-        if ops.len() != 1 {
-            return Err(self.unsupported("all-gather of several operands"));
-        }
-        let x = self.arr(ops[0])?;
+        let x = self.sole_operand(h, "all-gather")?;
         let (ty, dims) = self.out_shape(h)?;
         let d = self.one_dim(h)?;
         let groups = self.groups(h)?;
