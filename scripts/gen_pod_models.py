@@ -26,9 +26,7 @@ deterministic (fixed numpy seeds); module.hlo embeds this script's path and line
 in its FileNames/FileLocations debug sections.
 """
 import argparse
-import json
 import os
-import re
 import sys
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
@@ -40,6 +38,11 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
+from spmd_case_lib import (  # noqa: E402
+    case_json, collective_lines, collective_summary, entry_param_shapes,
+    entry_result_shapes, hlo_opcodes, ops_from_opcodes, partition_devices,
+    shard_literals, verify_partition_mapping)
+
 JAX_VERSION = "0.10.2"
 NDEV_TOTAL = 64
 SIZES = (8, 64)
@@ -50,102 +53,7 @@ LR = 0.1
 CASE_JSON_MAX_BYTES = 2 * 1024 * 1024
 RTOL, ATOL = 1e-4, 1e-5
 
-# ---------------------------------------------------------------------------
-# Literal encoding (tests/conformance/README.md)
-# ---------------------------------------------------------------------------
-
-_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.int32): "s32",
-          np.dtype(np.uint32): "u32", np.dtype(np.bool_): "pred"}
-
-
-def _fmt_f32(v):
-    v = np.float32(v)
-    if np.isnan(v):
-        return '"nan"'
-    if np.isinf(v):
-        return '"inf"' if v > 0 else '"-inf"'
-    s = str(v)  # numpy prints the shortest decimal that round-trips as f32
-    if s in ("0.0", "-0.0"):
-        return s
-    assert np.float32(float(s)) == v, (s, v)
-    return s
-
-
-def literal(arr):
-    arr = np.asarray(arr)
-    t = _TYPES[arr.dtype]
-    flat = arr.reshape(-1)
-    if t == "f32":
-        data = ",".join(_fmt_f32(v) for v in flat)
-    elif t == "pred":
-        data = ",".join("true" if v else "false" for v in flat)
-    else:
-        data = ",".join(str(int(v)) for v in flat)
-    dims = ",".join(str(d) for d in arr.shape)
-    return '{"type":"%s","dims":[%s],"data":[%s]}' % (t, dims, data)
-
-
-# ---------------------------------------------------------------------------
-# HLO text helpers
-# ---------------------------------------------------------------------------
-
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%[^\s=]+\s*=\s*(.*)$")
-
-
-def _skip_shape(rest):
-    rest = rest.lstrip()
-    if rest.startswith("("):
-        depth = 0
-        for i, ch in enumerate(rest):
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    return rest[i + 1:]
-        raise ValueError(rest)
-    return rest.split(" ", 1)[1]
-
-
-def hlo_opcodes(text):
-    ops = set()
-    for line in text.splitlines():
-        m = _INSTR.match(line)
-        if not m:
-            continue
-        after = _skip_shape(m.group(1)).lstrip()
-        op = re.match(r"([a-z][a-z0-9\-]*)\(", after)
-        assert op, line
-        ops.add(op.group(1))
-    return sorted(ops)
-
-
-COLLECTIVE_RE = re.compile(
-    r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|"
-    r"collective-broadcast|all-reduce-start|all-gather-start|"
-    r"collective-permute-start)\(")
-
-
-def collective_lines(text):
-    out = []
-    for line in text.splitlines():
-        if _INSTR.match(line) and COLLECTIVE_RE.search(line):
-            out.append(re.sub(r",\s*metadata=\{[^}]*\}", "", line.strip()))
-    return out
-
-
-def entry_param_shapes(text):
-    m = re.search(r"entry_computation_layout=\{\((.*?)\)->", text)
-    shapes = re.findall(r"([a-z0-9]+)\[([0-9,]*)\]", m.group(1))
-    return [(t, tuple(int(d) for d in dims.split(",") if d)) for t, dims in shapes]
-
-
-def entry_result_shapes(text):
-    m = re.search(r"entry_computation_layout=\{\(.*?\)->(.*?)\}, [a-z_]+=", text)
-    shapes = re.findall(r"([a-z0-9]+)\[([0-9,]*)\]", m.group(1))
-    return [(t, tuple(int(d) for d in dims.split(",") if d)) for t, dims in shapes]
-
-
+# case.json "ops": op names for the HLO opcodes, in this order.
 OPCODE_TO_OP = [
     ("all-reduce", "AllReduce"), ("all-gather", "AllGather"),
     ("reduce-scatter", "ReduceScatter"), ("all-to-all", "AllToAll"),
@@ -156,10 +64,6 @@ OPCODE_TO_OP = [
     ("subtract", "Sub"), ("multiply", "Mul"), ("negate", "Neg"),
     ("tuple", "Tuple"), ("get-tuple-element", "GetTupleElement"),
 ]
-
-
-def ops_from_opcodes(opcodes):
-    return [name for oc, name in OPCODE_TO_OP if oc in opcodes]
 
 
 # ---------------------------------------------------------------------------
@@ -225,24 +129,9 @@ def make_batch(ndev):
 # Device <-> partition mapping check (as in scripts/gen_spmd_cases.py)
 # ---------------------------------------------------------------------------
 
-def verify_partition_mapping(ndev):
-    devs = jax.devices()[:ndev]
+def check_partition_mapping(ndev):
     perm = list(np.random.default_rng(7).permutation(ndev))
-    mesh = Mesh(np.array([devs[i] for i in perm]), ("data",))
-
-    def body(x):
-        return x + jax.lax.axis_index("data").astype(jnp.float32)
-
-    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P("data")))
-    x = np.zeros((ndev,), np.float32)
-    compiled = f.lower(x).compile()
-    assert "partition-id()" in compiled.as_text()
-    order = list(compiled.runtime_executable().local_devices())
-    assert order == list(mesh.devices.flat), order
-    out = compiled(jax.device_put(x, NamedSharding(mesh, P("data"))))
-    for s in out.addressable_shards:
-        pid = int(np.asarray(s.data)[0])
-        assert order[pid] == s.device, (pid, s.device)
+    verify_partition_mapping(jax.devices()[:ndev], perm, "data")
     print("partition mapping verified for %d devices (permuted mesh): partition p -> "
           "local_devices()[p] == mesh.devices.flat[p]" % ndev)
 
@@ -283,8 +172,7 @@ def export(out_dir, ndev):
         print("   ", c)
 
     # Run it on XLA:CPU, check against an unsharded single-device run.
-    devices_in_order = list(compiled.runtime_executable().local_devices())
-    assert devices_in_order == list(mesh.devices.flat), devices_in_order
+    devices_in_order = partition_devices(compiled, mesh)
     flat_args, _ = jax.tree_util.tree_flatten((params, batch))
     flat_sh = jax.tree_util.tree_leaves(compiled.input_shardings[0])
     assert len(flat_sh) == len(flat_args)
@@ -300,12 +188,6 @@ def export(out_dir, ndev):
     loss = float(np.asarray(results[-1]))
     print("   loss = %r (matches single-device jit)" % loss)
 
-    def shard_on(arr, dev):
-        for s in arr.addressable_shards:
-            if s.device == dev:
-                return np.asarray(s.data)
-        raise KeyError(dev)
-
     param_shapes = entry_param_shapes(text)
     assert len(param_shapes) == len(placed), (param_shapes, len(placed))
     result_shapes = entry_result_shapes(text)
@@ -313,20 +195,11 @@ def export(out_dir, ndev):
 
     inputs, outputs = [], []
     for p, dev in enumerate(devices_in_order):
-        dev_in = []
-        for (t, shape), arr in zip(param_shapes, placed):
-            sh = shard_on(arr, dev)
-            assert sh.shape == shape and _TYPES[sh.dtype] == t, (sh.shape, shape)
-            dev_in.append(literal(sh))
-        inputs.append("[" + ",".join(dev_in) + "]")
-        outs = []
-        for (t, shape), r in zip(result_shapes, results):
-            sh = shard_on(r, dev)
-            assert sh.shape == shape and _TYPES[sh.dtype] == t, (sh.shape, shape)
-            outs.append(literal(sh))
-        outputs.append('{"tuple":[' + ",".join(outs) + "]}")
+        inputs.append("[" + ",".join(shard_literals(param_shapes, placed, dev)) + "]")
+        outputs.append('{"tuple":[' + ",".join(shard_literals(result_shapes, results, dev))
+                       + "]}")
 
-    coll_summary = "; ".join(re.sub(r"^(ROOT )?%\S+ = ", "", c) for c in colls) or "none"
+    coll_summary = collective_summary(colls)
     notes = ("Data-parallel SGD training step (lr=%g) of one transformer encoder block "
              "(4-head self-attention, residual + layer norm, tanh-GELU MLP, residual + "
              "layer norm; T=%d, D=%d, F=%d, f32), MSE loss, jax.value_and_grad. 1-D mesh "
@@ -337,24 +210,9 @@ def export(out_dir, ndev):
              "Made by scripts/gen_pod_models.py. Collectives XLA:CPU emitted: %s"
              % (LR, T, D, F, ndev, ndev - 1, ndev * PER_DEVICE_BATCH, T, D,
                 PER_DEVICE_BATCH, ", ".join(PARAM_NAMES), coll_summary))
-    lines = [
-        '{',
-        ' "name": %s,' % json.dumps(name),
-        ' "ops": [%s],' % ",".join(json.dumps(o) for o in ops_from_opcodes(opcodes)),
-        ' "source": "jax-spmd",',
-        ' "replicas": 1,',
-        ' "partitions": %d,' % ndev,
-        ' "check": "close",',
-        ' "tolerance": {"rtol":%g,"atol":%g},' % (RTOL, ATOL),
-        ' "notes": %s,' % json.dumps(notes),
-        ' "xla_verified": "executed",',
-        ' "hlo_opcodes": [%s],' % ",".join(json.dumps(o) for o in opcodes),
-        ' "inputs": [%s],' % ",".join(inputs),
-        ' "outputs": [%s]' % ",".join(outputs),
-        '}',
-    ]
-    body = "\n".join(lines) + "\n"
-    json.loads(body)
+    tolerance = '{"rtol":%g,"atol":%g}' % (RTOL, ATOL)
+    body = case_json(name, ops_from_opcodes(opcodes, OPCODE_TO_OP), ndev, tolerance, notes,
+                     opcodes, inputs, outputs)
     path = os.path.join(d, "case.json")
     if ndev == 8 or len(body) < CASE_JSON_MAX_BYTES:
         with open(path, "w") as f:
@@ -377,7 +235,7 @@ def main():
     devs = jax.devices()
     assert len(devs) == NDEV_TOTAL and [d.id for d in devs] == list(range(NDEV_TOTAL))
     for n in SIZES:
-        verify_partition_mapping(n)
+        check_partition_mapping(n)
     for n in SIZES:
         export(out, n)
 

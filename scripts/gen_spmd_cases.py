@@ -18,7 +18,6 @@ The script sets XLA_FLAGS=--xla_force_host_platform_device_count=8 itself.
 """
 import argparse
 import os
-import re
 import sys
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
@@ -29,111 +28,15 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
+from spmd_case_lib import (  # noqa: E402
+    case_json, collective_lines, collective_summary, entry_param_shapes,
+    entry_result_is_tuple, hlo_opcodes, literal, ops_from_opcodes, partition_devices,
+    shard_literals, shard_on, verify_partition_mapping)
+
 JAX_VERSION = "0.10.2"
 NDEV = 8
 
-# ---------------------------------------------------------------------------
-# Literal encoding (tests/conformance/README.md)
-# ---------------------------------------------------------------------------
-
-_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.int32): "s32",
-          np.dtype(np.uint32): "u32", np.dtype(np.bool_): "pred"}
-
-
-def _fmt_f32(v):
-    v = np.float32(v)
-    if np.isnan(v):
-        return '"nan"'
-    if np.isinf(v):
-        return '"inf"' if v > 0 else '"-inf"'
-    s = str(v)  # numpy prints the shortest decimal that round-trips as f32
-    if s in ("0.0", "-0.0"):
-        return s
-    float_s = float(s)
-    assert np.float32(float_s) == v, (s, v)
-    return s
-
-
-def literal(arr):
-    arr = np.asarray(arr)
-    t = _TYPES[arr.dtype]
-    flat = arr.reshape(-1)
-    if t == "f32":
-        data = ",".join(_fmt_f32(v) for v in flat)
-    elif t == "pred":
-        data = ",".join("true" if v else "false" for v in flat)
-    else:
-        data = ",".join(str(int(v)) for v in flat)
-    dims = ",".join(str(d) for d in arr.shape)
-    return '{"type":"%s","dims":[%s],"data":[%s]}' % (t, dims, data)
-
-
-def jstr(s):
-    import json
-    return json.dumps(s)
-
-
-# ---------------------------------------------------------------------------
-# HLO text helpers
-# ---------------------------------------------------------------------------
-
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%[^\s=]+\s*=\s*(.*)$")
-
-
-def _skip_shape(rest):
-    """Return the text after the result shape of an instruction."""
-    rest = rest.lstrip()
-    if rest.startswith("("):
-        depth = 0
-        for i, ch in enumerate(rest):
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    return rest[i + 1:]
-        raise ValueError(rest)
-    return rest.split(" ", 1)[1]
-
-
-def hlo_opcodes(text):
-    ops = set()
-    for line in text.splitlines():
-        m = _INSTR.match(line)
-        if not m:
-            continue
-        after = _skip_shape(m.group(1)).lstrip()
-        op = re.match(r"([a-z][a-z0-9\-]*)\(", after)
-        assert op, line
-        ops.add(op.group(1))
-    return sorted(ops)
-
-
-COLLECTIVE_RE = re.compile(
-    r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|"
-    r"all-reduce-start|all-gather-start|collective-permute-start)\(")
-
-
-def collective_lines(text):
-    out = []
-    for line in text.splitlines():
-        if _INSTR.match(line) and COLLECTIVE_RE.search(line):
-            out.append(re.sub(r",\s*metadata=\{[^}]*\}", "", line.strip()))
-    return out
-
-
-def entry_param_shapes(text):
-    """Shapes of the ENTRY parameters, from entry_computation_layout."""
-    m = re.search(r"entry_computation_layout=\{\((.*?)\)->", text)
-    shapes = re.findall(r"([a-z0-9]+)\[([0-9,]*)\]", m.group(1))
-    return [(t, tuple(int(d) for d in dims.split(",") if d)) for t, dims in shapes]
-
-
-def entry_result_is_tuple(text):
-    m = re.search(r"entry_computation_layout=\{\(.*?\)->(.)", text)
-    return m.group(1) == "("
-
-
+# case.json "ops": op names for the HLO opcodes, in this order.
 OPCODE_TO_OP = [
     ("all-reduce", "AllReduce"), ("all-gather", "AllGather"),
     ("reduce-scatter", "ReduceScatter"), ("all-to-all", "AllToAll"),
@@ -144,10 +47,6 @@ OPCODE_TO_OP = [
     ("add", "Add"), ("multiply", "Mul"), ("convert", "ConvertElementType"),
     ("and", "And"), ("tuple", "Tuple"), ("get-tuple-element", "GetTupleElement"),
 ]
-
-
-def ops_from_opcodes(opcodes):
-    return [name for oc, name in OPCODE_TO_OP if oc in opcodes]
 
 
 # ---------------------------------------------------------------------------
@@ -170,9 +69,8 @@ def run_case(out_dir, name, fn, args, in_shardings, out_shardings, mesh, referen
     assert "num_partitions=%d" % NDEV in text.split("\n", 1)[0], text.split("\n", 1)[0]
 
     # partition p of the executable runs on devices_in_order[p] (replicas=1).
-    devices_in_order = list(compiled.runtime_executable().local_devices())
+    devices_in_order = partition_devices(compiled, mesh)
     assert len(devices_in_order) == NDEV
-    assert devices_in_order == list(mesh.devices.flat), devices_in_order
 
     # Place the arguments exactly as the executable expects and read the shards.
     in_sh = compiled.input_shardings[0]
@@ -187,12 +85,6 @@ def run_case(out_dir, name, fn, args, in_shardings, out_shardings, mesh, referen
     for got, want in zip(results, refs):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
 
-    def shard_on(arr, dev):
-        for s in arr.addressable_shards:
-            if s.device == dev:
-                return np.asarray(s.data)
-        raise KeyError(dev)
-
     param_shapes = entry_param_shapes(text)
     assert len(param_shapes) == len(args), (param_shapes, len(args))
     is_tuple = entry_result_is_tuple(text)
@@ -200,43 +92,22 @@ def run_case(out_dir, name, fn, args, in_shardings, out_shardings, mesh, referen
 
     inputs, outputs = [], []
     for p, dev in enumerate(devices_in_order):
-        dev_in = []
-        for (t, shape), arr in zip(param_shapes, placed):
-            sh = shard_on(arr, dev)
-            assert sh.shape == shape and _TYPES[sh.dtype] == t, (sh.shape, shape)
-            dev_in.append(literal(sh))
-        inputs.append("[" + ",".join(dev_in) + "]")
+        inputs.append("[" + ",".join(shard_literals(param_shapes, placed, dev)) + "]")
         outs = [literal(shard_on(r, dev)) for r in results]
         outputs.append('{"tuple":[' + ",".join(outs) + "]}" if is_tuple else outs[0])
 
     opcodes = hlo_opcodes(text)
     assert "custom-call" not in opcodes, "CPU custom-call in %s" % name
     colls = collective_lines(text)
-    coll_summary = "; ".join(
-        re.sub(r"^(ROOT )?%\S+ = ", "", c) for c in colls) or "none"
-    full_notes = notes + " Collectives XLA:CPU emitted: " + coll_summary
+    full_notes = notes + " Collectives XLA:CPU emitted: " + collective_summary(colls)
 
     os.makedirs(os.path.join(out_dir, name), exist_ok=True)
     with open(os.path.join(out_dir, name, "module.hlo"), "w") as f:
         f.write(text)
-    lines = [
-        '{',
-        ' "name": %s,' % jstr(name),
-        ' "ops": [%s],' % ",".join(jstr(o) for o in ops_from_opcodes(opcodes)),
-        ' "source": "jax-spmd",',
-        ' "replicas": 1,',
-        ' "partitions": %d,' % NDEV,
-        ' "check": "close",',
-        ' "tolerance": {"rtol":1e-5,"atol":1e-5},',
-        ' "notes": %s,' % jstr(full_notes),
-        ' "xla_verified": "executed",',
-        ' "hlo_opcodes": [%s],' % ",".join(jstr(o) for o in opcodes),
-        ' "inputs": [%s],' % ",".join(inputs),
-        ' "outputs": [%s]' % ",".join(outputs),
-        '}',
-    ]
+    body = case_json(name, ops_from_opcodes(opcodes, OPCODE_TO_OP), NDEV,
+                     '{"rtol":1e-5,"atol":1e-5}', full_notes, opcodes, inputs, outputs)
     with open(os.path.join(out_dir, name, "case.json"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write(body)
     print("==", name)
     print("  ", text.split("\n", 1)[0])
     for c in colls:
@@ -248,29 +119,10 @@ def run_case(out_dir, name, fn, args, in_shardings, out_shardings, mesh, referen
 # Device <-> partition mapping check
 # ---------------------------------------------------------------------------
 
-def verify_partition_mapping():
+def check_partition_mapping():
     """Check that partition p runs on compiled.runtime_executable().local_devices()[p]
     and that this list is mesh.devices.flat, using a deliberately permuted mesh."""
-    devs = jax.devices()
-    perm = [3, 1, 7, 0, 5, 2, 6, 4]
-    mesh = Mesh(np.array([devs[i] for i in perm]), ("x",))
-
-    def body(x):
-        return x + jax.lax.axis_index("x").astype(jnp.float32)
-
-    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
-    x = np.zeros((NDEV,), np.float32)
-    compiled = f.lower(x).compile()
-    text = compiled.as_text()
-    # axis_index is lowered to partition-id() (masked with `and 7`), so each
-    # device's output is its partition id.
-    assert "partition-id()" in text
-    order = list(compiled.runtime_executable().local_devices())
-    assert order == list(mesh.devices.flat), order
-    out = compiled(jax.device_put(x, NamedSharding(mesh, P("x"))))
-    for s in out.addressable_shards:
-        pid = int(np.asarray(s.data)[0])
-        assert order[pid] == s.device, (pid, s.device)
+    order = verify_partition_mapping(jax.devices(), [3, 1, 7, 0, 5, 2, 6, 4], "x")
     print("partition mapping verified: partition p -> local_devices()[p] == "
           "mesh.devices.flat[p]; permuted order", [d.id for d in order])
 
@@ -289,7 +141,7 @@ def main():
     assert jax.__version__ == JAX_VERSION, jax.__version__
     devs = jax.devices()
     assert len(devs) == NDEV and [d.id for d in devs] == list(range(NDEV))
-    verify_partition_mapping()
+    check_partition_mapping()
 
     mesh1 = Mesh(np.array(devs), ("x",))                    # partition p = device p
     mesh2 = Mesh(np.array(devs).reshape(2, 4), ("data", "model"))  # p = data*4+model

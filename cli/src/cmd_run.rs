@@ -243,9 +243,14 @@ fn inputs_for(
             (!case.outputs.is_empty()).then(|| (case.outputs.clone(), case.check, case.tolerance));
         return Ok((case.inputs.clone(), expected));
     }
-    let mut g = SplitMix(a.random.unwrap_or(0));
+    Ok((random_args(module, a.random.unwrap_or(0))?, None))
+}
+
+/// Random arguments for every device of `module` from `seed`, as `run --random` makes them.
+pub fn random_args(module: &hlo::Module, seed: u64) -> anyhow::Result<Vec<Vec<Literal>>> {
+    let mut g = SplitMix(seed);
     let shape = module.entry().program_shape();
-    let args = (0..replicas)
+    (0..module.num_devices())
         .map(|_| {
             shape
                 .params
@@ -253,8 +258,7 @@ fn inputs_for(
                 .map(|s| random_literal(s, &mut g))
                 .collect::<anyhow::Result<Vec<_>>>()
         })
-        .collect::<anyhow::Result<_>>()?;
-    Ok((args, None))
+        .collect()
 }
 
 fn summary(l: &Literal, full: bool) -> String {

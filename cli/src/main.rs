@@ -12,6 +12,7 @@ mod cmd_isa;
 mod cmd_rtl;
 mod cmd_run;
 mod cmd_sim;
+mod cmd_sweep;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -53,6 +54,9 @@ enum Command {
     Run(cmd_run::RunArgs),
     /// Run a program on the simulator: `sim PROG.s|PROG.bin --arch A [--timing-only] [--trace T.json] [--stats]`.
     Sim(cmd_sim::SimArgs),
+    /// Sweep arch parameters: `sweep FILE.hlo --set PATH=v1,v2,... [-j N] [--shard K/N] -o SWEEP.csv`;
+    /// `sweep merge PARTS... -o SWEEP.csv` joins shards.
+    Sweep(cmd_sweep::SweepArgs),
 }
 
 /// How a subcommand ended, mapped onto the documented exit codes.
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
         Command::Sim(a) => cmd_sim::run(a),
         Command::Compile(a) => cmd_run::compile(a),
         Command::Run(a) => cmd_run::run(a),
+        Command::Sweep(a) => cmd_sweep::run(a),
         Command::Eval(a) => cmd_eval::eval(a),
         Command::Conformance(a) => cmd_eval::conformance(a),
     };
