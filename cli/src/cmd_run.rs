@@ -203,6 +203,10 @@ struct OpSink(Arc<Mutex<OpCycles>>);
 impl TraceSink for OpSink {
     fn event(&mut self, e: &TraceEvent<'_>) {
         let Some(sym) = e.symbol else { return };
+        // Link tracks (`ici.x+`) repeat the transfers the ICI units already count.
+        if e.unit.starts_with("ici.") {
+            return;
+        }
         let unit = e.unit.rsplit('.').next().unwrap_or(e.unit);
         let unit = unit
             .trim_end_matches(|c: char| c.is_ascii_digit())

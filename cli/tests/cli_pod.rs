@@ -283,3 +283,35 @@ fn the_data_parallel_transformer_training_step_runs_on_8_chips_and_matches_xla()
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(t.contains("1 passed, 0 failed"), "{t}");
 }
+
+#[test]
+fn the_trace_has_a_track_per_ici_link_with_its_transfers() {
+    let path = std::env::temp_dir().join(format!("systole-pod-trace-{}.json", std::process::id()));
+    let p = path.to_str().unwrap();
+    let o = systole(&[
+        "run",
+        "tests/pod/sendrecv_two_channels_ring.hlo",
+        "--set",
+        "ici.topology=ring",
+        "--set",
+        "ici.dims=[4]",
+        "--trace",
+        p,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).ok();
+    let ev = j["traceEvents"].as_array().expect("trace events");
+    let links: std::collections::BTreeSet<String> = ev
+        .iter()
+        .filter(|e| e["name"] == "transfer")
+        .map(|e| format!("{}:{}", e["pid"], e["cat"].as_str().unwrap_or("")))
+        .collect();
+    // A forward and a backward ring over 4 chips use both directed links of every chip.
+    for chip in 0..4 {
+        for l in ["ici.x+", "ici.x-"] {
+            assert!(links.contains(&format!("{chip}:{l}")), "{links:?}");
+        }
+    }
+}

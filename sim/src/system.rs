@@ -337,6 +337,25 @@ impl System {
                     continue;
                 };
                 let (sc, rc) = (a.send.chip as usize, a.recv.chip as usize);
+                // One slice per link of the path, on the link's track (`ici.x+` of its chip).
+                if let Some(tr) = env.trace.as_deref_mut() {
+                    let topo = self.fabric.topo();
+                    let symbol = self.prog.symbol(a.send.pc);
+                    for l in topo.route(a.send.chip, a.recv.chip) {
+                        let name = topo.link_name(l);
+                        let (chip, link) = name.split_once('.').unwrap_or(("chip0", &name));
+                        let unit = format!("ici.{link}");
+                        tr.event(&crate::trace::TraceEvent {
+                            chip: chip.trim_start_matches("chip").parse().unwrap_or(0),
+                            unit: &unit,
+                            name: "transfer",
+                            symbol,
+                            pc: Some(a.send.pc),
+                            start: a.start.get(),
+                            end: t.get().max(a.start.get() + 1),
+                        });
+                    }
+                }
                 let r = self.chips[rc]
                     .ici_deliver(&env, &a.recv, &a.send.data)
                     .and_then(|()| self.chips[sc].ici_complete(&mut env, t, &a.send))
