@@ -102,10 +102,15 @@ impl Topo {
 
     /// Coordinates of chip `id`.
     pub fn coords(&self, id: u32) -> Vec<u32> {
+        Self::coords_in(&self.dims, id)
+    }
+
+    /// Coordinates of chip `id` in a pod of `dims` (dimension 0 fastest).
+    pub fn coords_in(dims: &[u32], id: u32) -> Vec<u32> {
         let mut r = id;
-        self.dims
-            .iter()
+        dims.iter()
             .map(|&d| {
+                let d = d.max(1);
                 let c = r % d;
                 r /= d;
                 c

@@ -76,6 +76,8 @@ pub struct Params {
     pub host_bpc: f64,
     /// Host link latency, cycles.
     pub host_latency: u64,
+    /// Chips per ICI dimension (`ici.dims`; chip `id = x0 + d0·(x1 + d1·x2)`).
+    pub ici_dims: Vec<u32>,
 }
 
 impl Params {
@@ -117,6 +119,7 @@ impl Params {
             hbm_latency: a.cycles_from_ns(a.hbm.latency_ns),
             host_bpc: a.bytes_per_cycle(a.host.gbps),
             host_latency: a.cycles_from_ns(a.host.latency_ns),
+            ici_dims: a.ici.dims.clone(),
         }
     }
 

@@ -235,6 +235,15 @@ impl Chip {
                     Csr::NumReplicas => env.replicas as u64,
                     Csr::CoreId => c as u64,
                     Csr::NumCores => self.cores.len() as u64,
+                    Csr::ChipX | Csr::ChipY | Csr::ChipZ => {
+                        let k = match csr {
+                            Csr::ChipX => 0,
+                            Csr::ChipY => 1,
+                            _ => 2,
+                        };
+                        let xs = crate::ici::Topo::coords_in(&env.p.ici_dims, self.idx);
+                        xs.get(k).copied().unwrap_or(0) as u64
+                    }
                 };
                 self.set_reg(c, rd, v);
                 Ok(lat)

@@ -273,3 +273,33 @@ fn runs_are_deterministic() {
     assert_eq!(c1, c2);
     assert_eq!(s1.stats().to_json(), s2.stats().to_json());
 }
+
+#[test]
+fn chips_read_their_torus_coordinates() {
+    // 2x3x2 torus: chip id = x + 2·(y + 3·z).
+    let a = mini(&[
+        "ici={\"topology\":\"torus3d\",\"dims\":[2,3,2],\"links_per_chip\":6,\"gbps_per_link\":10,\"hop_latency_ns\":100}",
+    ]);
+    let asm = r#"
+    s.csr s1, csr=chip_x
+    s.csr s2, csr=chip_y
+    s.csr s3, csr=chip_z
+    s.st s1, [s0+0], t=s64
+    s.st s2, [s0+8], t=s64
+    s.st s3, [s0+16], t=s64
+    halt
+"#;
+    let (sys, _) = run(asm, &a, 12, true).unwrap();
+    for chip in 0..12usize {
+        let b = sys.vmem(chip, 0).unwrap().read_vec(0, 24).unwrap();
+        let v: Vec<u64> = b
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(
+            v,
+            vec![(chip % 2) as u64, (chip / 2 % 3) as u64, (chip / 6) as u64],
+            "chip {chip}"
+        );
+    }
+}

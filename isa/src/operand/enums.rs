@@ -179,6 +179,13 @@ enum_operand!(
         CoreId = 2, "core_id";
         /// Cores per chip.
         NumCores = 3, "num_cores";
+        /// This chip's coordinate along ICI dimension 0 (`ici.dims`; chip id
+        /// `= x0 + d0·(x1 + d1·x2)`).
+        ChipX = 4, "chip_x";
+        /// Coordinate along ICI dimension 1 (0 on a ring).
+        ChipY = 5, "chip_y";
+        /// Coordinate along ICI dimension 2 (0 on a ring or 2-D torus).
+        ChipZ = 6, "chip_z";
     }
 );
 
