@@ -45,22 +45,31 @@ impl<T: Synth> Logic for DelayLine<T> {
         self.q.connect();
     }
 
+    /// The body has a `DEPTH` parameter (default: this line's depth), so one module per element
+    /// width serves every delay line of the design.
     fn hdl(&self) -> Verilog {
         let w = T::BITS;
         let n = self._depth;
-        if n == 0 {
-            return Verilog::Custom("always @(*) q = d;\n".into());
-        }
-        let mut s = String::new();
-        s += &format!("reg [{}:0] stage [0:{}];\n", w - 1, n - 1);
-        s += "integer i;\ninitial begin\n";
-        s += &format!("   for (i = 0; i < {n}; i = i + 1) stage[i] = {w}'d0;\nend\n");
-        s += "always @(posedge clock) begin\n   stage[0] <= d;\n";
-        if n > 1 {
-            s += &format!("   for (i = 1; i < {n}; i = i + 1) stage[i] <= stage[i - 1];\n");
-        }
-        s += "end\n";
-        s += &format!("always @(*) q = stage[{}];\n", n - 1);
-        Verilog::Custom(s)
+        // A packed shift register, not an array shifted by a `for` loop: Verilator cannot unroll
+        // loops of more than 64 iterations holding delayed array assignments (BLKLOOPINIT).
+        Verilog::Custom(format!(
+            r#"parameter DEPTH = {n};
+generate
+   if (DEPTH == 0) begin : g_wire
+      always @(*) q = d;
+   end else begin : g_regs
+      // Stage s (0 = the newest) at bits [{w}*s +: {w}].
+      reg [{w}*DEPTH-1:0] stages;
+      initial stages = {{({w}*DEPTH){{1'b0}}}};
+      if (DEPTH == 1) begin : g_one
+         always @(posedge clock) stages <= d;
+      end else begin : g_many
+         always @(posedge clock) stages <= {{stages[{w}*DEPTH-{w}-1:0], d}};
+      end
+      always @(*) q = stages[{w}*DEPTH-1 -: {w}];
+   end
+endgenerate
+"#
+        ))
     }
 }

@@ -1,6 +1,6 @@
 //! Verilog text of the numeric primitives of the MXU contract (`docs/mxu-contract.md`), emitted
-//! into the leaf modules that need them (each rust-hdl instance is its own Verilog module, so the
-//! functions are repeated per module; Yosys and Verilator inline them).
+//! into the leaf modules that need them (the PE module, and for bf16 the accumulator column's
+//! module; each is written once per design, and Yosys and Verilator inline the functions).
 //!
 //! * `mul_i8(a, w)`: i8 × i8 → i32 (sign-extended exact product).
 //! * `mul_bf16(a, w)`: bf16 × bf16 → f32, exact; DAZ inputs; tiny products flush to ±0

@@ -8,8 +8,9 @@
 //!   `sw_out <= sw_in`; if `sw_in`, `active <= shadow`;
 //! * if `w_valid && w_row == ROW`: `shadow <= w_in` (the shadow is read before it is written).
 //!
-//! A leaf: the Verilog body is generated here (mode and row index baked in), and `update` runs the
-//! same arithmetic through [`crate::numerics`] for rust-hdl simulation.
+//! A leaf: the Verilog body is generated here (mode baked in; the row index is the module parameter
+//! `ROW`, defaulting to this instance's row, so one module serves every row of the mesh), and
+//! `update` runs the same arithmetic through [`crate::numerics`] for rust-hdl simulation.
 
 use crate::fpv;
 use crate::numerics;
@@ -109,7 +110,8 @@ impl Logic for Pe {
             ),
         };
         Verilog::Custom(format!(
-            r#"{funcs}
+            r#"parameter [15:0] ROW = 16'd{row};
+{funcs}
 reg [15:0] active;
 reg [15:0] shadow;
 wire [15:0] w = sw_in ? shadow : active;
@@ -125,7 +127,7 @@ always @(posedge clock) begin
    a_out <= a_in;
    sw_out <= sw_in;
    if (sw_in) active <= shadow;
-   if (w_valid && (w_row == 16'd{row})) shadow <= w_in;
+   if (w_valid && (w_row == ROW)) shadow <= w_in;
 end
 "#,
             row = self._row

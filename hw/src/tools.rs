@@ -96,9 +96,9 @@ pub(crate) fn run(tool: &str, cmd: &mut Command) -> Result<String, HwError> {
 }
 
 /// Verilator warning classes waived for the generated design, each harmless by construction:
-/// * `DECLFILENAME`: many modules per file, none named after it (rust-hdl emits one file);
-/// * `UNUSEDSIGNAL`: pass-through outputs of the last PE column, the high byte of int8 operands
-///   and the clock of zero-depth delay lines are legitimately unread.
+/// * `DECLFILENAME`: many modules per file, none named after it (the design is one file);
+/// * `UNUSEDSIGNAL`: pass-through outputs of the last PE column (`a_out`, `sw_out`), the high
+///   byte of int8 weights and the clock of zero-depth delay lines are legitimately unread.
 pub const LINT_WAIVERS: &[&str] = &["-Wno-DECLFILENAME", "-Wno-UNUSEDSIGNAL"];
 
 /// `verilator --lint-only -Wall` with [`LINT_WAIVERS`] on `file` (top `mxu`).
