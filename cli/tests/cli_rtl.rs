@@ -1,11 +1,11 @@
-//! `systole rtl gen` at TPU scale (issue 13): the Verilog of `tpu-v1`'s 256 × 256 MXU is written
-//! in well under a minute, and its size does not grow with the array (the mesh is `generate`
-//! loops over one module per kind; rust-hdl alone wrote one module per instance, about 140 MB).
+//! `systole rtl gen` at TPU scale (issue 13): the Verilog of `tpu-v1`'s 256 × 256 MXU does not
+//! grow with the array (the mesh is `generate` loops over one module per kind; rust-hdl alone
+//! wrote one module per instance, about 140 MB). Its generation time is a measurement in
+//! docs/bounded.md, not a test.
 //! The lint test needs Verilator: without it, it fails and says so (it never skips).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -20,32 +20,29 @@ fn scratch(test: &str) -> PathBuf {
     d
 }
 
-/// Runs `systole rtl gen --arch tpu-v1 [--set …] -o FILE [extra]`; returns the Verilog, the
-/// process output and its wall time.
-fn gen(file: &Path, sets: &[&str], extra: &[&str]) -> (String, Output, Duration) {
+/// Runs `systole rtl gen --arch tpu-v1 [--set …] -o FILE [extra]`; returns the Verilog and the
+/// process output.
+fn gen(file: &Path, sets: &[&str], extra: &[&str]) -> (String, Output) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_systole"));
     cmd.args(["rtl", "gen", "--arch", "tpu-v1"]);
     for s in sets {
         cmd.args(["--set", s]);
     }
     cmd.arg("-o").arg(file).args(extra).current_dir(root());
-    let t0 = Instant::now();
     let o = cmd.output().expect("the systole binary runs");
-    let t = t0.elapsed();
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{sets:?} {extra:?}\n{out}\n{err}");
     let v = std::fs::read_to_string(file).expect("the Verilog was written");
-    (v, o, t)
+    (v, o)
 }
 
 #[test]
-fn rtl_gen_tpu_v1_256x256_is_fast_small_and_deterministic() {
+fn rtl_gen_tpu_v1_256x256_is_small_and_deterministic() {
     let d = scratch("tpu");
-    let (v, o, t) = gen(&d.join("tpu.v"), &[], &[]);
+    let (v, o) = gen(&d.join("tpu.v"), &[], &[]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("256x256 int8 MXU"), "{out}");
-    assert!(t < Duration::from_secs(60), "rtl gen took {t:?}");
     assert!(
         v.contains("input wire [4095:0] x_data") && v.contains("output wire [8191:0] r_data"),
         "the top has the 256 × 256 ports"
@@ -53,13 +50,13 @@ fn rtl_gen_tpu_v1_256x256_is_fast_small_and_deterministic() {
     // One module per kind, whatever the array's size.
     assert_eq!(v.matches("\nmodule mxu_pe(").count(), 1);
     assert!(v.len() < 100_000, "{} bytes", v.len());
-    let (v16, _, _) = gen(&d.join("16.v"), &["mxu.rows=16", "mxu.cols=16"], &[]);
+    let (v16, _) = gen(&d.join("16.v"), &["mxu.rows=16", "mxu.cols=16"], &[]);
     assert_eq!(v.lines().count(), v16.lines().count());
     assert_eq!(
         v.matches("\nmodule ").count(),
         v16.matches("\nmodule ").count()
     );
-    let (again, _, _) = gen(&d.join("again.v"), &[], &[]);
+    let (again, _) = gen(&d.join("again.v"), &[], &[]);
     assert!(again == v, "rtl gen is deterministic");
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -73,7 +70,7 @@ fn rtl_gen_64x64_passes_verilator_lint() {
         "this test needs Verilator to lint the generated Verilog: apt-get install verilator"
     );
     let d = scratch("lint");
-    let (_, o, _) = gen(
+    let (_, o) = gen(
         &d.join("64.v"),
         &["mxu.rows=64", "mxu.cols=64"],
         &["--lint"],
