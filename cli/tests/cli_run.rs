@@ -280,6 +280,33 @@ fn run_trace_is_chrome_json_with_slices_named_by_hlo_op() {
     for unit in ["dma", "mxu", "vpu"] {
         assert!(cats.contains(unit), "no {unit} slices: {cats:?}");
     }
+    // Slices on one track (pid, tid) never overlap; every track and process is named.
+    let mut tracks: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> = Default::default();
+    for e in ev.iter().filter(|e| e["ph"] == "X") {
+        let (ts, dur) = (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap());
+        let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        tracks.entry(key).or_default().push((ts, ts + dur));
+    }
+    for (k, mut v) in tracks.clone() {
+        v.sort();
+        for w in v.windows(2) {
+            assert!(
+                w[0].1 <= w[1].0,
+                "track {k:?}: {:?} overlaps {:?}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+    let named: std::collections::BTreeSet<(u64, u64)> = ev
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()))
+        .collect();
+    assert!(tracks.keys().all(|k| named.contains(k)), "{named:?}");
+    assert!(ev
+        .iter()
+        .any(|e| e["ph"] == "M" && e["name"] == "process_name"));
     std::fs::remove_dir_all(&dir).ok();
 }
 

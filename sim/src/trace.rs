@@ -76,21 +76,50 @@ impl VecSink {
     /// Writes the events as Chrome/Perfetto trace JSON (`ph: "X"` complete events; one process
     /// per chip, one thread per unit; timestamps in cycles shown as microseconds).
     pub fn write_chrome_json<W: Write>(&self, mut w: W) -> io::Result<()> {
-        let mut tids: Vec<(u32, &str)> = Vec::new();
+        // Slices of one unit may overlap (pipelined MXU work, several DMA copies at once): each
+        // unit's slices are laid on lanes (`core0.dma`, `core0.dma #1`, ...) so that slices on
+        // one track never overlap — first lane free at the slice's start, in start order.
+        let mut order: Vec<usize> = (0..self.events.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (x, y) = (&self.events[a], &self.events[b]);
+            (x.chip, &x.unit, x.start, x.end, a).cmp(&(y.chip, &y.unit, y.start, y.end, b))
+        });
+        let mut lanes: std::collections::BTreeMap<(u32, &str), Vec<u64>> = Default::default();
+        let mut tids: std::collections::BTreeMap<(u32, &str, usize), usize> = Default::default();
+        let mut chips: std::collections::BTreeSet<u32> = Default::default();
         let mut list = Vec::with_capacity(self.events.len() + 8);
-        for e in &self.events {
-            let key = (e.chip, e.unit.as_str());
-            let tid = match tids.iter().position(|k| *k == key) {
-                Some(i) => i,
+        for &k in &order {
+            let e = &self.events[k];
+            if chips.insert(e.chip) {
+                list.push(serde_json::json!({
+                    "ph": "M", "name": "process_name", "pid": e.chip,
+                    "args": {"name": format!("chip{}", e.chip)},
+                }));
+            }
+            let ends = lanes.entry((e.chip, e.unit.as_str())).or_default();
+            let lane = match ends.iter().position(|&end| end <= e.start) {
+                Some(l) => l,
                 None => {
-                    tids.push(key);
-                    list.push(serde_json::json!({
-                        "ph": "M", "name": "thread_name", "pid": e.chip, "tid": tids.len() - 1,
-                        "args": {"name": e.unit},
-                    }));
-                    tids.len() - 1
+                    ends.push(0);
+                    ends.len() - 1
                 }
             };
+            ends[lane] = e.end;
+            let next = tids.len();
+            let tid = *tids
+                .entry((e.chip, e.unit.as_str(), lane))
+                .or_insert_with(|| {
+                    let name = if lane == 0 {
+                        e.unit.clone()
+                    } else {
+                        format!("{} #{lane}", e.unit)
+                    };
+                    list.push(serde_json::json!({
+                        "ph": "M", "name": "thread_name", "pid": e.chip, "tid": next,
+                        "args": {"name": name},
+                    }));
+                    next
+                });
             let mut args = serde_json::Map::new();
             if let Some(s) = &e.symbol {
                 args.insert("hlo".into(), s.clone().into());
