@@ -690,6 +690,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             parts.join(", ")
         );
     }
+    let roof = roofline(&arch, flops, &stats, c.chips, r.cycles);
+    println!(
+        "bottleneck: {} ({})",
+        roof["verdict"].as_str().unwrap_or(""),
+        roof["why"].as_str().unwrap_or("")
+    );
     let colls = collective_table(&arch, &c.stats.collectives, &g.span);
     if !colls.is_empty() {
         println!(
@@ -748,11 +754,105 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             "stats": stats.to_json(),
             "ops": table,
             "collectives": colls,
+            "roofline": roof,
         });
         std::fs::write(p, serde_json::to_string_pretty(&j)? + "\n")
             .map_err(|e| user(format!("{}: cannot write: {e}", p.display())))?;
     }
     Ok(outcome)
+}
+
+/// The bottleneck verdict and the roofline numbers behind it: each resource's lower bound on the
+/// run time (work ÷ the preset's peak, per chip: MXU FLOPs, HBM bytes, ICI bytes over the chip's
+/// links, host-link bytes), the largest of them names the verdict; if even the largest explains
+/// under half of the simulated time, the run is latency- or dependency-bound.
+fn roofline(
+    arch: &arch::ArchConfig,
+    flops: u64,
+    stats: &sim::stats::Stats,
+    chips: usize,
+    cycles: u64,
+) -> serde_json::Value {
+    let secs = cycles as f64 / (arch.clock_mhz * 1e6);
+    let sum = |suffix: &str| -> f64 {
+        stats
+            .iter()
+            .filter(|e| e.decl.name.ends_with(suffix))
+            .map(|e| e.value as f64)
+            .sum()
+    };
+    let chips = chips.max(1) as f64;
+    let hbm_bytes = (sum(".hbm.bytes_read") + sum(".hbm.bytes_written")) / chips;
+    let host_bytes = (sum(".infeed.bytes") + sum(".outfeed.bytes")) / chips;
+    let ici_bytes = stats
+        .iter()
+        .find(|e| e.decl.name == "ici.bytes")
+        .map_or(0.0, |e| e.value as f64)
+        / chips;
+    let peak_flops = 2.0
+        * (arch.mxu.count * arch.mxu.rows * arch.mxu.cols * arch.cores_per_chip) as f64
+        * arch.clock_mhz
+        * 1e6;
+    let hbm_bw = arch.hbm.gbps * 1e9;
+    // The fabric's links: two directed links per dimension of the topology.
+    let ici_bw = arch.ici.gbps_per_link * 1e9 * (2 * arch.ici.dims.len()).max(1) as f64;
+    let host_bw = arch.host.gbps * 1e9;
+    let bounds = [
+        ("compute-bound", flops as f64 / peak_flops),
+        ("memory-bound", hbm_bytes / hbm_bw),
+        (
+            "interconnect-bound",
+            if chips > 1.0 { ici_bytes / ici_bw } else { 0.0 },
+        ),
+        ("host-bound", host_bytes / host_bw),
+    ];
+    let (name, t) = bounds
+        .iter()
+        .copied()
+        .fold(("", 0.0f64), |a, b| if b.1 > a.1 { b } else { a });
+    let share = if secs > 0.0 { t / secs } else { 0.0 };
+    let (verdict, why) = if share >= 0.5 {
+        (
+            name.to_string(),
+            format!(
+                "its roofline bound is {:.1}% of the simulated time",
+                100.0 * share
+            ),
+        )
+    } else {
+        (
+            "latency-bound".to_string(),
+            format!(
+                "the largest roofline bound ({}) is only {:.1}% of the simulated time: \
+                 latencies and dependencies dominate",
+                if name.is_empty() {
+                    "none"
+                } else {
+                    name.trim_end_matches("-bound")
+                },
+                100.0 * share
+            ),
+        )
+    };
+    serde_json::json!({
+        "verdict": verdict,
+        "why": why,
+        "seconds": secs,
+        "flops_per_chip": flops,
+        "hbm_bytes_per_chip": hbm_bytes,
+        "ici_bytes_per_chip": ici_bytes,
+        "host_bytes_per_chip": host_bytes,
+        "peak_flops_per_second": peak_flops,
+        "hbm_bytes_per_second": hbm_bw,
+        "ici_bytes_per_second": ici_bw,
+        "host_bytes_per_second": host_bw,
+        "arithmetic_intensity": if hbm_bytes > 0.0 { flops as f64 / hbm_bytes } else { f64::INFINITY },
+        "ridge_point": peak_flops / hbm_bw,
+        "bound_seconds": {
+            "compute": bounds[0].1, "memory": bounds[1].1,
+            "interconnect": bounds[2].1, "host": bounds[3].1,
+        },
+    })
 }
 
 /// Each collective's measured time (first to last unit activity of its HLO op over all chips)
