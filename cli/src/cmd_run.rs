@@ -690,7 +690,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             parts.join(", ")
         );
     }
-    let roof = roofline(&arch, flops, &stats, c.chips, r.cycles);
+    let roof = roofline(&arch, flops, stats, c.chips, r.cycles);
     println!(
         "bottleneck: {} ({})",
         roof["verdict"].as_str().unwrap_or(""),
