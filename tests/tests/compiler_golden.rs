@@ -1,5 +1,6 @@
 //! Golden filetests of the compiler: every `tests/golden/compiler/NAME.hlo` (first line
-//! `// arch: PRESET`) is compiled and simulated; the summary (instruction mix, memory, the
+//! `// arch: PRESET [PATH=VALUE ...]`, the overrides as `--set` takes them) is compiled and
+//! simulated, on one chip per device for multi-replica and SPMD modules; the summary (instruction mix, memory, the
 //! synchronization the emitter added, the cycle count of a timing-only run) must equal
 //! `NAME.expected`. `SYSTOLE_BLESS=1 cargo test --release -p systole-tests --test
 //! compiler_golden` rewrites the expected files; review the diff before committing it.
@@ -21,7 +22,7 @@ fn cycles(c: &compiler::Compiled, arch: &arch::ArchConfig, functional: bool) -> 
     let mut sys = System::new(
         arch,
         c.program.clone(),
-        1,
+        c.chips as u32,
         SimOptions {
             functional,
             max_cycles: 1 << 40,
@@ -33,14 +34,18 @@ fn cycles(c: &compiler::Compiled, arch: &arch::ArchConfig, functional: bool) -> 
 
 fn summary(path: &Path) -> (String, u64) {
     let text = std::fs::read_to_string(path).unwrap();
-    let arch_name = text
+    let arch_line = text
         .lines()
         .next()
         .and_then(|l| l.strip_prefix("// arch: "))
         .unwrap_or_else(|| panic!("{}: first line must be `// arch: PRESET`", path.display()))
         .trim()
         .to_string();
-    let arch = arch::ArchConfig::resolve(&arch_name, &[] as &[String]).unwrap();
+    let mut words = arch_line.split_whitespace();
+    let preset = words.next().expect("a preset name");
+    let sets: Vec<&str> = words.collect();
+    let arch = arch::ArchConfig::resolve(preset, &sets).unwrap();
+    let arch_name = arch_line.clone();
     let m = hlo::parse(&text)
         .unwrap_or_else(|e| panic!("{}", e.render(&path.display().to_string(), &text)));
     hlo::verify(&m).unwrap();
@@ -71,6 +76,19 @@ fn summary(path: &Path) -> (String, u64) {
     }
     let mut s = String::new();
     s.push_str(&format!("arch: {arch_name}\n"));
+    if c.chips > 1 {
+        s.push_str(&format!("chips: {}\n", c.chips));
+        for k in &c.stats.collectives {
+            s.push_str(&format!(
+                "collective {}: {} over {} group(s), {} bytes/chip, {}\n",
+                k.hlo,
+                k.kind.name(),
+                k.groups.len(),
+                k.bytes,
+                k.algorithm()
+            ));
+        }
+    }
     s.push_str(&format!("instructions: {}\n", c.program.code.len()));
     for (k, v) in &mix {
         s.push_str(&format!("  {k}: {v}\n"));
