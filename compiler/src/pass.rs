@@ -17,6 +17,7 @@ pub trait Pass {
 pub fn pipeline() -> Vec<Box<dyn Pass>> {
     vec![
         Box::new(crate::passes::sync_async::SyncAsync),
+        Box::new(crate::passes::expand_map::ExpandMap),
         Box::new(crate::passes::inline_calls::InlineCalls),
         Box::new(crate::passes::simplify::Simplify),
         Box::new(crate::passes::dce::Dce),

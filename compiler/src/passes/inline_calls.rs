@@ -4,7 +4,7 @@
 //! call's uses pointed at the copy of the callee's root. Repeats until none is left, so nested
 //! calls inline too. The dead call instructions are left to [`super::dce`].
 
-use super::replace_uses;
+use super::{fresh_name, replace_uses};
 use crate::error::CResult;
 use crate::pass::Pass;
 use hlo::{InstId, Module, Opcode};
@@ -98,15 +98,4 @@ fn is_used(c: &hlo::Computation, h: InstId) -> bool {
         || c.insts
             .values()
             .any(|i| i.operands.contains(&h) || i.attrs.control_predecessors.contains(&h))
-}
-
-fn fresh_name(names: &mut HashSet<String>, base: &str) -> String {
-    let mut n = 1;
-    loop {
-        let cand = format!("{base}.i{n}");
-        if names.insert(cand.clone()) {
-            return cand;
-        }
-        n += 1;
-    }
 }

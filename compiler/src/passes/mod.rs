@@ -1,11 +1,25 @@
 //! HLO-to-HLO passes, one file each, run in the order of [`crate::pass::pipeline`].
 
 pub mod dce;
+pub mod expand_map;
 pub mod inline_calls;
 pub mod simplify;
 pub mod sync_async;
 
 use hlo::{Computation, InstId};
+use std::collections::HashSet;
+
+/// A name not in `names` (`BASE.iN`, the first free `N`), added to them.
+pub(crate) fn fresh_name(names: &mut HashSet<String>, base: &str) -> String {
+    let mut n = 1;
+    loop {
+        let cand = format!("{base}.i{n}");
+        if names.insert(cand.clone()) {
+            return cand;
+        }
+        n += 1;
+    }
+}
 
 /// Points every use of `old` (operands, control edges, the root) at `new`.
 pub(crate) fn replace_uses(c: &mut Computation, old: InstId, new: InstId) {
