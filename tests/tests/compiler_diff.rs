@@ -9,44 +9,74 @@ use sim::{SimOptions, System};
 use std::path::{Path, PathBuf};
 use systole_tests::{random_literal, Rng};
 
+/// Runs the compiled module on one chip per device; one result per device.
 fn run_on_chip(
     m: &hlo::Module,
     arch: &arch::ArchConfig,
-    args: &[Literal],
-) -> Result<Literal, CompileError> {
+    args: &[Vec<Literal>],
+) -> Result<Vec<Literal>, CompileError> {
     let opts = CompileOptions {
         f32_dot_passes: 6,
         verify_between_passes: true,
         ..CompileOptions::default()
     };
     let c = compile(m, arch, &opts)?;
-    let mut sys = System::new(arch, c.program.clone(), 1, SimOptions::default()).expect("system");
-    let mut writes = Vec::new();
-    for (p, a) in c.io.params.iter().zip(args) {
-        compiler::io::literal_bytes(p, a, &mut writes).expect("argument fits its slot");
-    }
-    for (addr, b) in writes {
-        sys.write_hbm(0, addr, &b).unwrap();
+    let mut sys = System::new(arch, c.program.clone(), c.chips as u32, SimOptions::default())
+        .expect("system");
+    for (chip, dev) in args.iter().enumerate() {
+        let mut writes = Vec::new();
+        for (p, a) in c.io.params.iter().zip(dev) {
+            compiler::io::literal_bytes(p, a, &mut writes).expect("argument fits its slot");
+        }
+        for (addr, b) in writes {
+            sys.write_hbm(chip, addr, &b).unwrap();
+        }
     }
     sys.run().expect("compiled program runs to halt");
-    let hbm = sys.hbm(0).unwrap();
-    Ok(compiler::io::read_literal(&c.io.result, &mut |a, n| hbm.read_vec(a, n).ok()).unwrap())
+    Ok((0..args.len())
+        .map(|chip| {
+            let hbm = sys.hbm(chip).unwrap();
+            compiler::io::read_literal(&c.io.result, &mut |a, n| hbm.read_vec(a, n).ok()).unwrap()
+        })
+        .collect())
 }
 
-fn check(path: &Path, text: &str, arch_name: &str, seed: u64) -> Result<(), String> {
-    let arch = arch::ArchConfig::resolve(arch_name, &[] as &[String]).unwrap();
+/// `arch_line`: a preset name and `--set` style overrides (`tpu-v4 ici.dims=[2,2]`).
+fn check(path: &Path, text: &str, arch_line: &str, seed: u64) -> Result<(), String> {
+    let mut words = arch_line.split_whitespace();
+    let preset = words.next().expect("a preset name");
+    let sets: Vec<&str> = words.collect();
+    let arch = arch::ArchConfig::resolve(preset, &sets).unwrap();
     let m = hlo::parse(text).map_err(|e| e.render(&path.display().to_string(), text))?;
     hlo::verify(&m).map_err(|e| e.render(&path.display().to_string(), text))?;
     let mut g = Rng(seed);
-    let args: Vec<Literal> = m
-        .entry()
-        .program_shape()
-        .params
-        .iter()
-        .map(|s| random_literal(s, &mut g).expect("supported test type"))
+    let args: Vec<Vec<Literal>> = (0..m.num_devices())
+        .map(|_| {
+            m.entry()
+                .program_shape()
+                .params
+                .iter()
+                .map(|s| random_literal(s, &mut g).expect("supported test type"))
+                .collect()
+        })
         .collect();
     // Random inputs may be outside what a module accepts (sizes, custom calls): not a test.
-    let expected = hlo::eval::evaluate(&m, &args).map_err(|e| format!("SKIP evaluator: {e}"))?;
+    let expected: Vec<Literal> = if args.len() == 1 {
+        vec![hlo::eval::evaluate(&m, &args[0]).map_err(|e| format!("SKIP evaluator: {e}"))?]
+    } else {
+        let inputs = args
+            .iter()
+            .map(|a| hlo::eval::ReplicaInput {
+                args: a.clone(),
+                io: Default::default(),
+            })
+            .collect();
+        hlo::eval::replica::run_replicas(&m, inputs, &Default::default())
+            .map_err(|e| format!("SKIP evaluator: {e}"))?
+            .into_iter()
+            .map(|o| o.result)
+            .collect()
+    };
     let got = match run_on_chip(&m, &arch, &args) {
         Ok(v) => v,
         Err(e @ CompileError::NotSupported { .. }) => return Err(format!("SKIP {e}")),
@@ -59,8 +89,11 @@ fn check(path: &Path, text: &str, arch_name: &str, seed: u64) -> Result<(), Stri
         .find_map(|l| l.strip_prefix("// tolerance: "))
         .map_or(1e-4, |v| v.trim().parse().expect("tolerance"));
     let tol = Tolerance { rtol: t, atol: t };
-    check_value(Check::Close, tol, None, &expected, &got)
-        .map_err(|m| format!("{}: {m}", path.display()))
+    for (d, (want, have)) in expected.iter().zip(&got).enumerate() {
+        check_value(Check::Close, tol, None, want, have)
+            .map_err(|m| format!("{} device {d}: {m}", path.display()))?;
+    }
+    Ok(())
 }
 
 #[test]
