@@ -21,8 +21,13 @@ fn run_on_chip(
         ..CompileOptions::default()
     };
     let c = compile(m, arch, &opts)?;
-    let mut sys = System::new(arch, c.program.clone(), c.chips as u32, SimOptions::default())
-        .expect("system");
+    let mut sys = System::new(
+        arch,
+        c.program.clone(),
+        c.chips as u32,
+        SimOptions::default(),
+    )
+    .expect("system");
     for (chip, dev) in args.iter().enumerate() {
         let mut writes = Vec::new();
         for (p, a) in c.io.params.iter().zip(dev) {
