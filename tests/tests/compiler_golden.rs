@@ -5,6 +5,9 @@
 //! `NAME.expected`. `SYSTOLE_BLESS=1 cargo test --release -p systole-tests --test
 //! compiler_golden` rewrites the expected files; review the diff before committing it.
 //!
+//! Every workload also runs on the other TPU presets (`PRESETS`, with the same overrides): one
+//! line each, its cycle count or its error, so a change to any preset's model shows up.
+//!
 //! The cycle count is a functional run's with all-zero inputs. Also pinned here: without
 //! data-dependent control flow, a timing-only run takes exactly those cycles (the timing model
 //! does not depend on data), and the module verifies after every pass.
@@ -30,6 +33,31 @@ fn cycles(c: &compiler::Compiled, arch: &arch::ArchConfig, functional: bool) -> 
     )
     .expect("system");
     sys.run().expect("the compiled program runs").cycles
+}
+
+/// The TPU presets every workload also runs on.
+const PRESETS: [&str; 4] = ["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"];
+
+/// Cycles of `m` on `preset` with `sets`, or the first line of why not.
+fn on_preset(m: &hlo::Module, preset: &str, sets: &[&str]) -> Result<u64, String> {
+    let first = |s: String| s.lines().next().unwrap_or("").to_string();
+    let arch = arch::ArchConfig::resolve(preset, sets).map_err(|e| first(e.to_string()))?;
+    let opts = CompileOptions {
+        f32_dot_passes: 1,
+        ..CompileOptions::default()
+    };
+    let c = compile(m, &arch, &opts).map_err(|e| first(e.render("<module>")))?;
+    let mut sys = System::new(
+        &arch,
+        c.program.clone(),
+        c.chips as u32,
+        SimOptions {
+            functional: true,
+            max_cycles: 1 << 40,
+        },
+    )
+    .map_err(|e| first(e.to_string()))?;
+    sys.run().map(|r| r.cycles).map_err(|e| first(e.to_string()))
 }
 
 fn summary(path: &Path) -> (String, u64) {
@@ -102,6 +130,12 @@ fn summary(path: &Path) -> (String, u64) {
     ));
     s.push_str(&format!("dot flops: {}\n", c.stats.flops));
     s.push_str(&format!("cycles: {timing}\n"));
+    for p in PRESETS.iter().filter(|&&p| p != preset) {
+        match on_preset(&m, p, &sets) {
+            Ok(c) => s.push_str(&format!("on {p}: cycles {c}\n")),
+            Err(e) => s.push_str(&format!("on {p}: error: {e}\n")),
+        }
+    }
     (s, timing)
 }
 
