@@ -57,7 +57,9 @@ fn on_preset(m: &hlo::Module, preset: &str, sets: &[&str]) -> Result<u64, String
         },
     )
     .map_err(|e| first(e.to_string()))?;
-    sys.run().map(|r| r.cycles).map_err(|e| first(e.to_string()))
+    sys.run()
+        .map(|r| r.cycles)
+        .map_err(|e| first(e.to_string()))
 }
 
 fn summary(path: &Path) -> (String, u64) {
