@@ -1,31 +1,8 @@
 //! The pod end to end: multi-replica modules compiled with their collectives and send/recv,
 //! run on one simulated chip per replica over the ICI, checked against the evaluator.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn systole(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_systole"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the systole binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{all_text as text, root, systole};
 
 #[test]
 fn every_multi_replica_conformance_case_passes_on_the_chip() {

@@ -4,15 +4,10 @@
 //! docs/bounded.md, not a test.
 //! The lint test needs Verilator: without it, it fails and says so (it never skips).
 
+mod common;
+use common::root;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 fn scratch(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("systole-cli-rtl-{test}-{}", std::process::id()));

@@ -1,30 +1,8 @@
 //! `systole compile`, `systole run` and `systole conformance --engine sim` end to end, on the
 //! fresh binary Cargo built for this test (`CARGO_BIN_EXE_systole`).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn systole(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_systole"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the systole binary runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).to_string(),
-        String::from_utf8_lossy(&o.stderr).to_string(),
-    )
-}
+mod common;
+use common::{out_err as text, root, systole};
 
 const MLP: &str = "tests/conformance/model_tiny_mlp_forward/module.hlo";
 const MLP_CASE: &str = "tests/conformance/model_tiny_mlp_forward/case.json";

@@ -1,23 +1,8 @@
 //! `systole sweep` and `systole sweep merge` end to end on the fresh binary.
 
+mod common;
+use common::systole_env as systole;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn systole(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_systole"));
-    c.args(args).current_dir(root());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("the systole binary runs")
-}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("systole-sweep-{}", std::process::id()));
