@@ -208,18 +208,25 @@ impl TraceSink for OpSink {
             return;
         }
         let unit = e.unit.rsplit('.').next().unwrap_or(e.unit);
-        let unit = unit
-            .trim_end_matches(|c: char| c.is_ascii_digit())
-            .to_string();
+        let unit = unit.trim_end_matches(|c: char| c.is_ascii_digit());
         let mut g = self.0.lock().expect("op sink");
-        let ent = g.by_op.entry(sym.to_string()).or_default();
+        // Keys are copied only the first time they are seen (this runs once per event).
+        let ent = entry_or(&mut g.by_op, sym, OpBusy::default);
         let d = e.end.saturating_sub(e.start);
         ent.0 += d;
-        *ent.1.entry(unit).or_default() += d;
-        let sp = g.span.entry(sym.to_string()).or_insert((e.start, e.end));
+        *entry_or(&mut ent.1, unit, || 0) += d;
+        let sp = entry_or(&mut g.span, sym, || (e.start, e.end));
         sp.0 = sp.0.min(e.start);
         sp.1 = sp.1.max(e.end);
     }
+}
+
+/// `m[k]`, inserted from `init` if absent, without copying `k` when present.
+fn entry_or<'m, V>(m: &'m mut BTreeMap<String, V>, k: &str, init: impl FnOnce() -> V) -> &'m mut V {
+    if !m.contains_key(k) {
+        m.insert(k.to_string(), init());
+    }
+    m.get_mut(k).expect("present")
 }
 
 /// Each replica's arguments (one set per replica of the module) and the case's expected

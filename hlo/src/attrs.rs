@@ -106,6 +106,22 @@ pub struct MeshAxisRef {
 }
 
 impl ReplicaGroups {
+    /// Why [`Self::expand`] refuses this list (what each form requires).
+    pub fn malformed_reason(&self) -> &'static str {
+        match self {
+            ReplicaGroups::List(_) => "replica_groups list is malformed",
+            ReplicaGroups::Iota { .. } => {
+                "replica_groups in iota form [G,S]<=[dims]T(perm) is malformed (sizes must \
+                 multiply to G*S and the transpose must be a permutation)"
+            }
+            ReplicaGroups::Mesh { .. } => {
+                "replica_groups in mesh form mesh[axes] {axes} is malformed (sizes must be at \
+                 least 1, a sub-axis (pre)size must divide its axis, listed axes must not \
+                 overlap, at most 2^24 devices)"
+            }
+        }
+    }
+
     /// The explicit groups. `None` if the iota form is malformed (product mismatch, bad perm).
     pub fn expand(&self) -> Option<Vec<Vec<i64>>> {
         match self {

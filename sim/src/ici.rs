@@ -135,6 +135,14 @@ impl Topo {
         idx
     }
 
+    /// The chip `delta` steps from `id` along dimension `dim`, round the dimension (its
+    /// coordinate taken modulo the size).
+    pub fn step(&self, id: u32, dim: usize, delta: i64) -> u32 {
+        let mut c = self.coords(id);
+        c[dim] = (c[dim] as i64 + delta).rem_euclid(self.dims[dim].max(1) as i64) as u32;
+        self.id_of(&c)
+    }
+
     fn id_of(&self, c: &[u32]) -> u32 {
         let mut id = 0u32;
         for (k, &d) in self.dims.iter().enumerate().rev() {

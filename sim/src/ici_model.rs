@@ -176,16 +176,8 @@ fn torus_stages(arch: &ArchConfig, topo: &Topo, c: &Collective) -> ClosedForm {
         let mut flows = Vec::new();
         for grp in &c.groups {
             for &m in grp {
-                let x = topo.coords(m);
-                for delta in [1, g - 1] {
-                    let mut y = x.clone();
-                    y[k] = (x[k] + delta) % g;
-                    let id = y
-                        .iter()
-                        .zip(&topo.dims)
-                        .rev()
-                        .fold(0u32, |a, (&v, &d)| a * d + v);
-                    flows.push((m, id, chunk / 2.0));
+                for delta in [1, -1] {
+                    flows.push((m, topo.step(m, k, delta), chunk / 2.0));
                 }
             }
         }

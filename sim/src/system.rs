@@ -105,7 +105,8 @@ impl System {
         }
         if replicas as u64 > arch.ici.chips() {
             return Err(SimError::Input(format!(
-                "{replicas} replicas do not fit the pod of {} chips (ici.dims)",
+                "{replicas} replicas do not fit the pod of {} chips (ici.dims; a bigger slice: \
+                 --set ici.dims=[...])",
                 arch.ici.chips()
             )));
         }

@@ -220,21 +220,6 @@ impl Lowerer<'_> {
         dims
     }
 
-    /// Records a torus collective (stages along `dims`, in order).
-    fn note_stages(
-        &mut self,
-        h: InstId,
-        kind: CollKind,
-        groups: &[Vec<usize>],
-        bytes: u64,
-        dims: &[usize],
-    ) {
-        self.note(h, kind, groups, bytes);
-        if let Some(c) = self.stats.collectives.last_mut() {
-            c.torus_dims = dims.to_vec();
-        }
-    }
-
     /// A collective on a torus, dimension by dimension, over `total` elements at `base`
     /// (divisible by the group): the stages run along the dimensions of `order` in turn, each a
     /// bidirectional ring over the segment the previous stage left (`n_k = n/Π_{j<k} g_j`).
@@ -272,22 +257,11 @@ impl Lowerer<'_> {
                 continue;
             }
             let xs = topo.coords(c as u32);
-            let id = |v: &[u32]| {
-                v.iter()
-                    .zip(&topo.dims)
-                    .rev()
-                    .fold(0i64, |a, (&x, &dd)| a * dd as i64 + x as i64)
-            };
             let mut seg = 0i64;
             for (s, &k) in order.iter().enumerate() {
-                let d = topo.dims[k];
-                let mut nx = xs.clone();
-                nx[k] = (xs[k] + 1) % d;
-                let mut pv = xs.clone();
-                pv[k] = (xs[k] + d - 1) % d;
                 rec[4 * s] = xs[k] as i64;
-                rec[4 * s + 1] = id(&nx);
-                rec[4 * s + 2] = id(&pv);
+                rec[4 * s + 1] = topo.step(c as u32, k, 1) as i64;
+                rec[4 * s + 2] = topo.step(c as u32, k, -1) as i64;
                 rec[4 * s + 3] = seg * w as i64;
                 seg += xs[k] as i64 * ce[s] as i64;
             }
@@ -369,8 +343,16 @@ impl Lowerer<'_> {
         groups
     }
 
-    /// Records a collective for the report (algorithm, bytes, closed form).
-    pub(crate) fn note(&mut self, h: InstId, kind: CollKind, groups: &[Vec<usize>], bytes: u64) {
+    /// Records a collective for the report (algorithm, bytes, closed form); `torus`: the
+    /// dimensions of its torus stages, in order (empty: one ring per group, or direct).
+    pub(crate) fn note(
+        &mut self,
+        h: InstId,
+        kind: CollKind,
+        groups: &[Vec<usize>],
+        bytes: u64,
+        torus: &[usize],
+    ) {
         self.stats.collectives.push(Collective {
             hlo: self.comp().insts[h].name.clone(),
             kind,
@@ -379,7 +361,7 @@ impl Lowerer<'_> {
                 .map(|g| g.iter().map(|&x| x as u32).collect())
                 .collect(),
             bytes,
-            torus_dims: Vec::new(),
+            torus_dims: torus.to_vec(),
         });
     }
 
@@ -817,10 +799,10 @@ impl Lowerer<'_> {
                 work
             };
             if let Some(tor) = self.torus_stages(&groups) {
-                self.note_stages(h, CollKind::AllReduce, &groups, n * w, &tor);
+                self.note(h, CollKind::AllReduce, &groups, n * w, &tor);
                 self.torus_run(&tor, work.addr, g * ce, ty, Torus::AllReduce(op))?;
             } else if g > 1 {
-                self.note(h, CollKind::AllReduce, &groups, n * w);
+                self.note(h, CollKind::AllReduce, &groups, n * w, &[]);
                 let lanes = self.lanes(work.addr, ce, ty, true)?;
                 let recs = self.ring_records(&groups, false);
                 if self.coll_begin(&recs)? {
@@ -896,7 +878,7 @@ impl Lowerer<'_> {
             return Ok(Val::Array(out));
         }
         if let Some(tor) = self.torus_block_stages(&groups) {
-            self.note_stages(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w, &tor);
+            self.note(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w, &tor);
             self.torus_run(
                 &tor,
                 stage.addr,
@@ -906,7 +888,7 @@ impl Lowerer<'_> {
             )?;
             return Ok(Val::Array(out));
         }
-        self.note(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w);
+        self.note(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w, &[]);
         let lanes = self.lanes(stage.addr, ce, ty, true)?;
         let recs = self.ring_records(&groups, false);
         if self.coll_begin(&recs)? {
@@ -938,7 +920,7 @@ impl Lowerer<'_> {
         let g = groups[0].len();
         let t = self.vty(ty)?;
         let out = self.new_buf(h, ty, dims)?;
-        self.note(h, CollKind::Broadcast, &groups, x.bytes());
+        self.note(h, CollKind::Broadcast, &groups, x.bytes(), &[]);
         let recs = self.ring_records(&groups, true);
         let tag = self.next_tag();
         if self.coll_begin(&recs)? {
@@ -1007,24 +989,23 @@ impl Lowerer<'_> {
         } else {
             self.tmp(ty, vec![g, a, dk, b])?
         };
-        let tor = self.torus_block_stages(&groups);
-        if let Some(tor) = &tor {
-            self.note_stages(h, CollKind::AllGather, &groups, g as u64 * ce * w, tor);
-            self.torus_run(tor, stage.addr, g as u64 * ce, ty, Torus::AllGather(&x))?;
+        if let Some(tor) = self.torus_block_stages(&groups) {
+            self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w, &tor);
+            self.torus_run(&tor, stage.addr, g as u64 * ce, ty, Torus::AllGather(&x))?;
         } else {
-            self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w);
-        }
-        let recs = self.ring_records(&groups, false);
-        // Own block at position `pos`, then the all-gather ring.
-        let lanes = self.lanes(stage.addr, ce, ty, false)?;
-        if tor.is_none() && self.coll_begin(&recs)? {
-            self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
-            let pieces = self.runtime_vpu(RtVpu::Load, x.addr, ce, t, w, 0);
-            self.wait(0, pieces);
-            if g > 1 {
-                self.ring_phase(&lanes, g as u64, t, w, None);
+            self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w, &[]);
+            let recs = self.ring_records(&groups, false);
+            // Own block at position `pos`, then the all-gather ring.
+            let lanes = self.lanes(stage.addr, ce, ty, false)?;
+            if self.coll_begin(&recs)? {
+                self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
+                let pieces = self.runtime_vpu(RtVpu::Load, x.addr, ce, t, w, 0);
+                self.wait(0, pieces);
+                if g > 1 {
+                    self.ring_phase(&lanes, g as u64, t, w, None);
+                }
+                self.coll_end();
             }
-            self.coll_end();
         }
         if direct {
             return Ok(Val::Array(stage.with_dims(dims)));
@@ -1060,7 +1041,7 @@ impl Lowerer<'_> {
                 .map(|x| self.new_buf(h, x.ty, x.dims.clone()))
                 .collect::<CResult<_>>()?;
             let total: u64 = xs.iter().map(|x| x.bytes()).sum();
-            self.note(h, CollKind::AllToAll, &groups, total);
+            self.note(h, CollKind::AllToAll, &groups, total, &[]);
             if self.coll_begin(&recs)? {
                 for (j, o) in outs.iter().enumerate() {
                     let m = self.e.memref(Space::Vmem, o.addr);
@@ -1092,7 +1073,7 @@ impl Lowerer<'_> {
         } else {
             self.tmp(ty, vec![g, a, dk, b])?
         };
-        self.note(h, CollKind::AllToAll, &groups, g as u64 * blk);
+        self.note(h, CollKind::AllToAll, &groups, g as u64 * blk, &[]);
         if self.coll_begin(&recs)? {
             for j in 0..g {
                 let m = self.e.memref(Space::Vmem, recv.addr + j as u64 * blk);
@@ -1127,22 +1108,25 @@ impl Lowerer<'_> {
         let (ty, dims) = self.out_shape(h)?;
         let out = self.new_buf(h, ty, dims)?;
         let tag = self.next_tag();
-        let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
-        self.note(h, CollKind::Permute, &as_groups, x.bytes());
-        self.exchange(&pairs, Some(&x), Some(&out), tag)?;
+        self.exchange(h, &pairs, Some(&x), Some(&out), tag)?;
         Ok(Val::Array(out))
     }
 
     /// One block of a permutation `pairs` (source → target): a chip that is a target receives
     /// into `recv` (a chip that is none gets zeros), a chip that is a source sends `send`; either
     /// side may be absent (split send/recv). Waits for both.
+    /// Recorded as `h`'s collective-permute.
     pub(crate) fn exchange(
         &mut self,
+        h: InstId,
         pairs: &[(usize, usize)],
         send: Option<&Buf>,
         recv: Option<&Buf>,
         tag: u32,
     ) -> CResult<()> {
+        let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
+        let bytes = send.or(recv).map_or(0, |b| b.bytes());
+        self.note(h, CollKind::Permute, &as_groups, bytes, &[]);
         // Record: [source or -1, target or -1].
         let mut recs = vec![vec![-1i64, -1]; self.chips];
         for &(s, d) in pairs {

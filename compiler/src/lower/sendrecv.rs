@@ -77,14 +77,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             l.vty(a.ty)?;
             let send = l.chans.queued.get_mut(&ch).and_then(|q| q.pop_front());
             let (pairs, tag) = l.channel_plan(h, ch)?;
-            let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
-            l.note(
-                h,
-                sim::ici_model::CollKind::Permute,
-                &as_groups,
-                out.bytes(),
-            );
-            l.exchange(&pairs, send.as_ref().map(|s| &s.0), Some(&out), tag)?;
+            l.exchange(h, &pairs, send.as_ref().map(|s| &s.0), Some(&out), tag)?;
             if let Some((x, _)) = send {
                 l.unpin(&x);
             }
@@ -136,14 +129,13 @@ impl Lowerer<'_> {
 
     /// Sends still queued at the end of the entry computation go out alone.
     pub(crate) fn flush_sends(&mut self) -> CResult<()> {
-        let root = self.comp().root;
         let queued = std::mem::take(&mut self.chans.queued);
         for (ch, q) in queued {
             for (x, h) in q {
-                let (pairs, tag) = self.channel_plan(root, ch)?;
-                let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
-                self.note(h, sim::ici_model::CollKind::Permute, &as_groups, x.bytes());
-                self.exchange(&pairs, Some(&x), None, tag)?;
+                // Errors name the send.
+                self.span = self.comp().insts[h].span;
+                let (pairs, tag) = self.channel_plan(h, ch)?;
+                self.exchange(h, &pairs, Some(&x), None, tag)?;
                 self.unpin(&x);
             }
         }

@@ -97,9 +97,7 @@ pub fn check_groups(
     replica_count: i64,
     what: &str,
 ) -> InferResult<Vec<Vec<i64>>> {
-    let groups = g.expand().ok_or_else(|| {
-        "replica_groups in iota form [G,S]<=[dims]T(perm) is malformed (sizes must multiply to G*S and the transpose must be a permutation)".to_string()
-    })?;
+    let groups = g.expand().ok_or_else(|| g.malformed_reason().to_string())?;
     if groups.is_empty() {
         return Ok(groups);
     }

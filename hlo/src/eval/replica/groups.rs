@@ -111,7 +111,7 @@ fn id_groups(inst: &Instruction, n: usize, what: &str) -> Result<Vec<Vec<usize>>
         None => return Ok(vec![(0..n).collect()]),
         Some(g) => g
             .expand()
-            .ok_or_else(|| EvalError::invalid("malformed iota replica_groups"))?,
+            .ok_or_else(|| EvalError::invalid(g.malformed_reason()))?,
     };
     if groups.is_empty() || (groups.len() == 1 && groups[0].is_empty()) {
         return Ok(vec![(0..n).collect()]);
