@@ -3,9 +3,9 @@
 //! Event flow: the sequencer of each core issues one instruction per `Seq` event; unit
 //! instructions go to a unit queue and a `Kick` lets the unit's front end start them; a `Done`
 //! event completes a unit instruction at the cycle its results are visible (signalling its
-//! semaphore and waking whoever waits). DMA transfers move through the HBM (or VMEM) link
-//! (`DmaJoin`, `HbmWake`/`VmemWake`), the only place where a completion time depends on later
-//! events. Invariants: see `core.rs`; every wait is re-checked when something it waits for
+//! semaphore and waking whoever waits). DMA transfers move through the HBM link (`DmaJoin`,
+//! `HbmWake`), the only place where a completion time depends on later events, and book their
+//! VMEM side on the core's VMEM port when they join (`DmaDone` when that side ends last). Invariants: see `core.rs`; every wait is re-checked when something it waits for
 //! changes, so an empty queue with an unhalted core is a deadlock, never a lost wake-up.
 
 use crate::account::Timeline;
@@ -64,8 +64,8 @@ pub enum Ev {
     DmaJoin(u32),
     /// The HBM link may have completed transfers (generation).
     HbmWake(u64),
-    /// A core's VMEM link may have completed transfers (core, generation).
-    VmemWake(u16, u64),
+    /// A DMA transfer's last VMEM byte is through (its data phase on VMEM ends).
+    DmaDone(u32),
 }
 
 /// A DMA transfer in flight.
@@ -81,8 +81,18 @@ pub struct Xfer {
     pub signal: Option<u8>,
     /// Bytes on the link.
     pub link_bytes: u64,
-    /// Through HBM (else VMEM).
+    /// Through HBM (else VMEM to VMEM).
     pub hbm: bool,
+    /// Bytes of the copy on the core's VMEM port (read plus written; 0 for HBM to HBM).
+    pub vmem_bytes: u64,
+    /// Cycle the VMEM side is through (known once the transfer joins).
+    pub vmem_done: Cycle,
+    /// Cycles the transfer would take alone in its data phase (to tell VMEM stalls apart).
+    pub alone: u64,
+    /// Cycle the data phase began.
+    pub joined: Cycle,
+    /// Cycle the HBM side was through (HBM transfers).
+    pub hbm_done: Cycle,
     /// Its id in the race tracker.
     pub race_id: u64,
 }
@@ -192,7 +202,7 @@ impl Chip {
                 "cycles",
                 "cycles of the run (until every core of every chip halted)",
             ),
-            events: ["seq", "kick", "done", "dma_join", "hbm_wake", "vmem_wake"].map(|k| {
+            events: ["seq", "kick", "done", "dma_join", "hbm_wake", "dma_done"].map(|k| {
                 stats.declare(
                     format!("{pre}.sim.events.{k}"),
                     "events",
@@ -336,7 +346,7 @@ impl Chip {
                 ),
             },
             vmem: Memory::in_pool("VMEM", p.vmem_bytes, p.pool.clone()),
-            vmem_link: SharedLink::new(p.vmem_bpc as f64, p.dma_bpc),
+            vmem_port: crate::vmem_port::VmemPort::new(p.vmem_bpc),
         }
     }
 
@@ -389,7 +399,7 @@ impl Chip {
             Ev::Done { .. } => 2,
             Ev::DmaJoin(_) => 3,
             Ev::HbmWake(_) => 4,
-            Ev::VmemWake(..) => 5,
+            Ev::DmaDone(..) => 5,
         };
         env.stats.add(self.st.events[k], 1);
         match ev {
@@ -399,11 +409,11 @@ impl Chip {
                 self.complete(env, now, core as usize, unit as usize, signal)
             }
             Ev::DmaJoin(x) => {
-                self.dma_join(now, x);
+                self.dma_join(env, now, x);
                 Ok(())
             }
             Ev::HbmWake(g) => self.hbm_wake(env, now, g),
-            Ev::VmemWake(c, g) => self.vmem_wake(env, now, c as usize, g),
+            Ev::DmaDone(x) => self.finish_xfer(env, now, x),
         }
     }
 

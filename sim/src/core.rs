@@ -7,7 +7,6 @@
 
 use crate::account::Timeline;
 use crate::cycle::Cycle;
-use crate::link::SharedLink;
 use crate::memory::Memory;
 use crate::mxu::MxuModel;
 use crate::stats::{StatId, Stats};
@@ -30,6 +29,8 @@ pub const MXU0: usize = 4;
 pub const R_SEM: u8 = 0;
 /// The unit's own dependency (ports, weights, hazards, engines, host data, link).
 pub const R_DEP: u8 = 1;
+/// VMEM bandwidth granted to other requesters (`sim::vmem_port`).
+pub const R_VMEM: u8 = 2;
 
 /// Stall reasons of every unit but the sequencer.
 pub const UNIT_REASONS: &[(&str, &str)] = &[
@@ -37,6 +38,10 @@ pub const UNIT_REASONS: &[(&str, &str)] = &[
     (
         "dependency",
         "the queue head waits for the unit itself (ports, weights, hazards, engines, host data)",
+    ),
+    (
+        "vmem",
+        "the command waits for VMEM bandwidth (vmem.bytes_per_cycle, shared by every unit of the core)",
     ),
 ];
 
@@ -258,6 +263,6 @@ pub struct Core {
     pub host: HostState,
     /// Vector memory.
     pub vmem: Memory,
-    /// VMEM-to-VMEM DMA bandwidth.
-    pub vmem_link: SharedLink,
+    /// VMEM bandwidth, shared by every unit of the core.
+    pub vmem_port: crate::vmem_port::VmemPort,
 }

@@ -1,8 +1,10 @@
 //! DMA engines: a `dma.copy` starts on a free engine (up to `dma.engines` per core), copies its
 //! chunks (functional effect at start), then waits `dma.setup_cycles` (+ `hbm.latency` if it
 //! touches HBM) and moves its bytes through a shared link: the chip's HBM link (bandwidth
-//! `hbm.gbps`, at most `dma.bytes_per_cycle` per transfer; an HBM→HBM copy moves its bytes twice)
-//! or, for VMEM→VMEM, the core's VMEM link (`vmem.bytes_per_cycle`). Alone it takes
+//! `hbm.gbps`, at most `dma.bytes_per_cycle` per transfer; an HBM→HBM copy moves its bytes twice).
+//! Its VMEM side (the bytes it reads or writes in VMEM; both for VMEM→VMEM) is booked on the
+//! core's VMEM port (`vmem_port.rs`) when the data phase begins, at the engine's rate; the copy
+//! completes when both its HBM flow and its VMEM grants are through. Alone it takes
 //! `setup + L + ⌈bytes / min(engine, link)⌉` cycles (`Params::dma_alone_cycles`).
 
 use crate::account::Kind;
@@ -79,6 +81,10 @@ impl Chip {
         }
         env.stats.add(self.cores[c].dma.bytes, bytes);
         let hbm = hbm_bytes > 0;
+        let vmem_sides = [src.space, dst.space]
+            .iter()
+            .filter(|&&s| s == Space::Vmem)
+            .count() as u64;
         let x = Xfer {
             core: c as u16,
             start: now,
@@ -86,6 +92,11 @@ impl Chip {
             signal,
             link_bytes: if hbm { hbm_bytes } else { bytes },
             hbm,
+            vmem_bytes: vmem_sides * bytes,
+            vmem_done: now,
+            alone: 0,
+            joined: now,
+            hbm_done: now,
             race_id: self.next_dma_race_id,
         };
         let id = match self.free_xfers.pop() {
@@ -104,6 +115,7 @@ impl Chip {
         let join = now + env.p.dma_setup + if hbm { env.p.hbm_latency } else { 0 };
         self.q.schedule(join, Priority::Complete, Ev::DmaJoin(id));
         Ok(Started {
+            vmem_stall: 0,
             start: now,
             busy_end: now,
             done: None,
@@ -111,9 +123,28 @@ impl Chip {
         })
     }
 
-    /// A transfer enters its data phase.
-    pub(crate) fn dma_join(&mut self, now: Cycle, id: u32) {
-        let x = self.xfers[id as usize].expect("live transfer");
+    /// A transfer enters its data phase: its HBM bytes join the HBM link; its VMEM bytes are
+    /// booked on the core's VMEM port at the rate the transfer would have alone.
+    pub(crate) fn dma_join(&mut self, env: &Env<'_>, now: Cycle, id: u32) {
+        let mut x = self.xfers[id as usize].expect("live transfer");
+        let c = x.core as usize;
+        // Alone, the data phase moves min(engine, link) bytes per cycle of its link.
+        let link_bpc = if x.hbm {
+            env.p.dma_bpc.min(env.p.hbm_bpc)
+        } else {
+            env.p.dma_bpc
+        };
+        x.alone = (x.link_bytes as f64 / link_bpc).ceil() as u64;
+        x.joined = now;
+        if x.vmem_bytes > 0 {
+            // Per cycle each VMEM side (one, or two for VMEM→VMEM, where `link_bytes` is the
+            // copy's size) moves what the data phase moves.
+            let sides = (x.vmem_bytes / x.link_bytes.max(1)).max(1);
+            let rate = (link_bpc.ceil() as u64).max(1) * sides;
+            let end = self.cores[c].vmem_port.book(now.get(), x.vmem_bytes, rate);
+            x.vmem_done = Cycle(end);
+        }
+        self.xfers[id as usize] = Some(x);
         if x.hbm {
             self.hbm_link.join(now, id as u64, x.link_bytes);
             if let Some((t, g)) = self.hbm_link.next_completion() {
@@ -121,12 +152,8 @@ impl Chip {
                     .schedule(t.max(now), Priority::Complete, Ev::HbmWake(g));
             }
         } else {
-            let c = x.core as usize;
-            self.cores[c].vmem_link.join(now, id as u64, x.link_bytes);
-            if let Some((t, g)) = self.cores[c].vmem_link.next_completion() {
-                self.q
-                    .schedule(t.max(now), Priority::Complete, Ev::VmemWake(x.core, g));
-            }
+            self.q
+                .schedule(x.vmem_done.max(now), Priority::Complete, Ev::DmaDone(id));
         }
     }
 
@@ -142,7 +169,16 @@ impl Chip {
         let mut done = std::mem::take(&mut self.done_buf);
         self.hbm_link.complete_until(now, &mut done);
         for id in done.drain(..) {
-            self.finish_xfer(env, now, id as u32)?;
+            let id = id as u32;
+            let x = self.xfers[id as usize].as_mut().expect("live transfer");
+            x.hbm_done = now;
+            if x.vmem_done > now {
+                // The HBM side is through; the VMEM side ends later.
+                self.q
+                    .schedule(x.vmem_done, Priority::Complete, Ev::DmaDone(id));
+            } else {
+                self.finish_xfer(env, now, id)?;
+            }
         }
         self.done_buf = done;
         if let Some((t, g)) = self.hbm_link.next_completion() {
@@ -152,30 +188,12 @@ impl Chip {
         Ok(())
     }
 
-    pub(crate) fn vmem_wake(
+    pub(crate) fn finish_xfer(
         &mut self,
         env: &mut Env<'_>,
         now: Cycle,
-        c: usize,
-        g: u64,
+        id: u32,
     ) -> Result<(), SimError> {
-        if g != self.cores[c].vmem_link.generation() {
-            return Ok(());
-        }
-        let mut done = std::mem::take(&mut self.done_buf);
-        self.cores[c].vmem_link.complete_until(now, &mut done);
-        for id in done.drain(..) {
-            self.finish_xfer(env, now, id as u32)?;
-        }
-        self.done_buf = done;
-        if let Some((t, g)) = self.cores[c].vmem_link.next_completion() {
-            self.q
-                .schedule(t.max(now), Priority::Complete, Ev::VmemWake(c as u16, g));
-        }
-        Ok(())
-    }
-
-    fn finish_xfer(&mut self, env: &mut Env<'_>, now: Cycle, id: u32) -> Result<(), SimError> {
         let x = self.xfers[id as usize].take().expect("live transfer");
         self.free_xfers.push(id);
         if let Some(r) = &mut self.races {
@@ -193,7 +211,16 @@ impl Chip {
             .min();
         let unit = &mut self.cores[c].units[DMA];
         unit.unreported_from = from;
-        unit.tl.add(Kind::Busy, x.start.get(), now.get());
+        // Cycles past what the data phase would take alone, while the VMEM side was the last
+        // to finish, are VMEM stalls; the rest is busy.
+        let vmem_stall = if x.hbm {
+            now - x.hbm_done.min(now)
+        } else {
+            (now - x.joined).saturating_sub(x.alone)
+        };
+        let busy_end = now.get() - vmem_stall;
+        unit.tl.add(Kind::Busy, x.start.get(), busy_end);
+        unit.tl.add(Kind::Stall(R_VMEM), busy_end, now.get());
         let inst = env.prog.code()[x.pc as usize];
         self.trace(env, c, DMA, x.pc, &inst, x.start, now);
         self.complete(env, now, c, DMA, x.signal)?;

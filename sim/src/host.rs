@@ -40,6 +40,7 @@ impl Chip {
         h.infeed_pos = end;
         env.stats.add(h.in_bytes, len as u64);
         Ok(Started {
+            vmem_stall: 0,
             start: Cycle(done.get() - 1),
             busy_end: done,
             done: Some(done),
@@ -73,6 +74,7 @@ impl Chip {
         h.out_free = start + xfer;
         env.stats.add(h.out_bytes, len as u64);
         Ok(Started {
+            vmem_stall: 0,
             start,
             busy_end: start + xfer,
             done: Some(start + xfer + p.host_latency),

@@ -3,7 +3,7 @@
 //!
 //! Layers, bottom up: [`cycle`] (the time type), [`engine`] (the deterministic event queue),
 //! [`numerics`] and [`mxu`] (the MXU contract, shared with `hw`), [`link`] (bandwidth shared by
-//! concurrent transfers), [`memory`], [`stats`] and [`account`] (declared hierarchical
+//! concurrent transfers), [`vmem_port`] (a core's VMEM bandwidth, granted in booking order), [`memory`], [`stats`] and [`account`] (declared hierarchical
 //! statistics; busy/stall/idle accounting), [`trace`] (trace events), [`elem`] and [`vpu_ops`]
 //! (VPU arithmetic), then the machine: [`params`] (arch numbers as cycles), `core`/`chip`
 //! (state and events), the sequencer, units and DMA, and [`system`] (chips, the run loop,
@@ -32,6 +32,7 @@ pub mod stats;
 pub mod system;
 pub mod trace;
 mod units;
+pub mod vmem_port;
 mod vpu;
 pub mod vpu_ops;
 

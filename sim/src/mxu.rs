@@ -224,6 +224,27 @@ impl MxuModel {
         self.geom
     }
 
+    /// The cycle a `LoadWeights` issued at `issue` would start (no state changes).
+    pub fn load_start(&self, issue: Cycle) -> Cycle {
+        let mut s = issue;
+        if let Some(prev) = self.last_load_start {
+            s = s.max(prev + self.geom.rows as u64);
+        }
+        if let Some(sw) = self.last_swap_start {
+            s = s.max(sw);
+        }
+        s
+    }
+
+    /// The cycle a `Matmul` issued at `issue` would start (no state changes).
+    pub fn matmul_start(&self, issue: Cycle) -> Cycle {
+        let t = issue.max(self.input_free);
+        match self.pending_load {
+            Some(s) => t.max(s + 1),
+            None => t,
+        }
+    }
+
     /// Issues `LoadWeights` of a `k × n` tile at `issue`. `data` (row-major `k × n`) is required
     /// when the model is functional and ignored otherwise.
     pub fn load_weights(
@@ -243,13 +264,7 @@ impl MxuModel {
         if let Some(p) = self.pending_load {
             return Err(MxuError::UnswappedShadow(p));
         }
-        let mut s = issue;
-        if let Some(prev) = self.last_load_start {
-            s = s.max(prev + r as u64);
-        }
-        if let Some(sw) = self.last_swap_start {
-            s = s.max(sw);
-        }
+        let s = self.load_start(issue);
         if self.functional {
             let d = self.check_operand("LoadWeights", data, k * n, None)?;
             self.shadow_mode = d.mode();
@@ -294,9 +309,8 @@ impl MxuModel {
                 detail: format!("accumulator address {acc_addr} out of range (A = {a})"),
             });
         }
-        let mut t = issue.max(self.input_free);
-        let swapped = if let Some(s) = self.pending_load.take() {
-            t = t.max(s + 1);
+        let t = self.matmul_start(issue);
+        let swapped = if self.pending_load.take().is_some() {
             self.last_swap_start = Some(t);
             if self.functional {
                 std::mem::swap(&mut self.active, &mut self.shadow);

@@ -5,8 +5,13 @@
 //!
 //! Functional effects happen when the front end starts a command (reads and writes at once, in
 //! each unit's program order); completion (the `signal=` semaphore) comes at the cycle the
-//! results are visible. Programs order units with semaphores; the simulator does not detect
-//! races between units that a program failed to order.
+//! results are visible. Programs order units with semaphores; races a program left unordered
+//! are reported (`race.rs`).
+//!
+//! VMEM bandwidth: every command that reads or writes VMEM books its bytes on the core's
+//! [`VmemPort`](crate::vmem_port::VmemPort) from its start; when the grants take longer than the
+//! unit's own rate would, the difference is a `vmem` stall before the unit's work (the MXU and
+//! VPU then run their usual formulas from the later cycle).
 
 use crate::account::Kind;
 use crate::chip::{Chip, Env, Ev, MxuRecord, MxuRecordOp};
@@ -106,6 +111,9 @@ pub fn sems_of(inst: &Inst) -> (Option<Sem>, Option<Sem>) {
 pub struct Started {
     /// First cycle of work.
     pub start: Cycle,
+    /// Of the cycles from `start` on, how many the command waited for VMEM bandwidth before
+    /// its own work began (`[start, start + vmem_stall)` is a `vmem` stall, not busy).
+    pub vmem_stall: u64,
     /// End of the busy interval (exclusive).
     pub busy_end: Cycle,
     /// Completion, or `None` if a later event completes it (DMA).
@@ -185,6 +193,7 @@ impl Chip {
             if matches!(self.cores[c].blocked, Some((SeqBlock::Queue(x), _)) if x == u) {
                 self.schedule_seq(c, now);
             }
+            self.cores[c].vmem_port.prune(now.get());
             let race_id = match &mut self.races {
                 Some(r) => {
                     r.prune(now.get());
@@ -237,9 +246,11 @@ impl Chip {
             let r = if waited { R_SEM } else { R_DEP };
             unit.tl.add(Kind::Stall(r), cmd.dispatched.get(), now.get());
             unit.tl.add(Kind::Stall(R_DEP), now.get(), st.start.get());
+            let work = st.start + st.vmem_stall;
+            unit.tl.add(Kind::Stall(R_VMEM), st.start.get(), work.get());
             unit.front_free = st.front_free;
             if let Some(done) = st.done {
-                unit.tl.add(Kind::Busy, st.start.get(), st.busy_end.get());
+                unit.tl.add(Kind::Busy, work.get(), st.busy_end.get());
                 self.q.schedule(
                     done,
                     Priority::Complete,
@@ -445,11 +456,16 @@ impl Chip {
                         },
                     });
                 }
+                // VMEM: k rows of n elements, one row per cycle.
+                let s0 = self.cores[c].mxus[i].model.load_start(now);
+                let row = n as u64 * mode.bytes();
+                let end = self.cores[c].vmem_port.book(s0.get(), k as u64 * row, row);
+                let vmem_stall = (end - s0.get()).saturating_sub(r);
                 let mx = &mut self.cores[c].mxus[i];
                 let t = mx
                     .model
                     .load_weights(
-                        now,
+                        s0 + vmem_stall,
                         k as usize,
                         n as usize,
                         data.as_ref().map(|d| d.as_operand()),
@@ -464,7 +480,8 @@ impl Chip {
                 mx.shadow_n = n as u64;
                 mx.pending = true;
                 Ok(Started {
-                    start: t.start,
+                    vmem_stall,
+                    start: s0,
                     busy_end: t.port_free,
                     done: Some(t.start + (r + cols - 1)),
                     front_free: t.start,
@@ -509,11 +526,16 @@ impl Chip {
                         },
                     });
                 }
+                // VMEM: m input rows of k elements, one row per cycle.
+                let t0 = self.cores[c].mxus[i].model.matmul_start(now);
+                let row = k as u64 * mode.bytes();
+                let end = self.cores[c].vmem_port.book(t0.get(), m as u64 * row, row);
+                let vmem_stall = (end - t0.get()).saturating_sub(m as u64);
                 let mx = &mut self.cores[c].mxus[i];
                 let t = mx
                     .model
                     .matmul(
-                        now,
+                        t0 + vmem_stall,
                         m as usize,
                         k as usize,
                         acc,
@@ -537,7 +559,8 @@ impl Chip {
                     .add(mx.flops, 2 * m as u64 * k as u64 * mx.active_n);
                 env.stats.add(mx.rows, m as u64);
                 Ok(Started {
-                    start: t.start,
+                    vmem_stall,
+                    start: t0,
                     busy_end: done,
                     done: Some(done),
                     front_free: t.start,
@@ -566,7 +589,14 @@ impl Chip {
                 }
                 let mx = &self.cores[c].mxus[i];
                 let start = now.max(mx.last_matmul_done);
-                let dur = (m as u64).max((m as u64 * n as u64 * 4).div_ceil(p.vmem_bpc));
+                // VMEM: one accumulator row (4n bytes) per cycle at most.
+                let end = self.cores[c].vmem_port.book(
+                    start.get(),
+                    m as u64 * n as u64 * 4,
+                    n as u64 * 4,
+                );
+                let vmem_stall = (end - start.get()).saturating_sub(m as u64);
+                let dur = vmem_stall + m as u64;
                 if env.functional {
                     let mut row_bytes = vec![0u8; n as usize * 4];
                     for rr in 0..m as u64 {
@@ -583,6 +613,7 @@ impl Chip {
                     }
                 }
                 Ok(Started {
+                    vmem_stall,
                     start,
                     busy_end: start + dur,
                     done: Some(start + dur),
@@ -609,6 +640,7 @@ impl Chip {
                 // The analytic backend: the unit is busy for the modelled time; no data moves.
                 let end = now + (cycles as u64).max(1);
                 return Ok(Started {
+                    vmem_stall: 0,
                     start: now,
                     busy_end: end,
                     done: Some(end),
@@ -661,6 +693,7 @@ impl Chip {
             },
         ));
         Ok(Started {
+            vmem_stall: 0,
             start: now,
             busy_end: now,
             done: None,

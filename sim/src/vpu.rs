@@ -252,11 +252,7 @@ impl Chip {
         let sh = shape(cmd, p.vmem_bytes);
         let (class, pipe) = p.vpu_class(cmd.inst.timing()).expect("VPU timing class");
         let (b_elems, lat) = p.vpu_cost(class, sh.cost_t, sh.elems);
-        let busy = if sh.elems == 0 {
-            0
-        } else {
-            b_elems.max(sh.bytes.div_ceil(p.vmem_bpc))
-        };
+        let busy = if sh.elems == 0 { 0 } else { b_elems };
         let v = &mut self.cores[c].vpu;
         v.writes.retain(|w| w.done > now);
         let mut start = now.max(v.last_start).max(v.pipe_free[pipe as usize]);
@@ -266,13 +262,24 @@ impl Chip {
                 start = start.max(w.done);
             }
         }
+        v.last_start = start;
+        // VMEM: every operand byte at the pipeline's own pace (all bytes over its busy cycles).
+        let vmem_stall = if busy == 0 {
+            0
+        } else {
+            let end = self.cores[c]
+                .vmem_port
+                .book(start.get(), sh.bytes, sh.bytes.div_ceil(busy));
+            (end - start.get()).saturating_sub(busy)
+        };
+        let work = start + vmem_stall;
         let done = if busy == 0 {
             start
         } else {
-            start + (busy - 1 + lat.max(1))
+            work + (busy - 1 + lat.max(1))
         };
-        v.last_start = start;
-        v.pipe_free[pipe as usize] = start + busy;
+        let v = &mut self.cores[c].vpu;
+        v.pipe_free[pipe as usize] = work + busy;
         if busy > 0 {
             v.writes.push(VpuWrite {
                 lo: sh.dst.0,
@@ -296,8 +303,9 @@ impl Chip {
             }
         }
         Ok(Started {
+            vmem_stall,
             start,
-            busy_end: done.max(start + busy),
+            busy_end: done.max(work + busy),
             done: Some(done),
             front_free: start,
         })

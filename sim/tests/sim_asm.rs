@@ -405,3 +405,158 @@ fn concurrent_dmas_share_hbm_bandwidth() {
     // and the sharing mattered: alone, the second would have finished earlier
     assert!(t_last as u64 > 1 + d.dma_alone(b2));
 }
+
+/// docs/timing.md, VMEM port: per-cycle grants in booking order. Each booking `(start, bytes,
+/// rate)` is granted `min(rate, cap − earlier grants)` bytes per cycle from `start` until its
+/// bytes are through; returns the cycle after each booking's last grant. Written out cycle by
+/// cycle, independently of the simulator's segment calendar.
+/// A VMEM booking: start cycle, bytes, peak bytes per cycle.
+type Booking = (u64, u64, u64);
+
+fn vmem_grants(cap: u64, bookings: &[Booking]) -> Vec<u64> {
+    let mut used: Vec<u64> = Vec::new();
+    bookings
+        .iter()
+        .map(|&(start, bytes, rate)| {
+            let (mut t, mut rem) = (start as usize, bytes);
+            while rem > 0 {
+                if used.len() <= t {
+                    used.resize(t + 1, 0);
+                }
+                let g = rate.min(cap - used[t]).min(rem);
+                used[t] += g;
+                rem -= g;
+                t += 1;
+            }
+            t.max(start as usize) as u64
+        })
+        .collect()
+}
+
+/// A VPU op and two VMEM→VMEM DMAs that each fit `vmem.bytes_per_cycle` alone but not
+/// together: together they take longer than either alone, exactly as the grants say.
+#[test]
+fn vpu_and_vmem_dmas_share_vmem_bandwidth() {
+    let a = mini();
+    let d = Doc::new(&a);
+    let n = 64u64; // f32 divides: ⌈n / epc_div⌉ busy cycles
+    let len = 1024u64; // bytes per DMA
+    let div = a.vpu.div;
+    let busy = n.div_ceil(div.elems_per_cycle as u64);
+    let vbytes = 3 * 4 * n;
+    let vrate = vbytes.div_ceil(busy);
+    let drate = 2 * d.dma_bpc as u64; // read + write per cycle, each side at the engine's rate
+    assert!(
+        vrate <= d.vmem_bpc && drate * 2 <= d.vmem_bpc && vrate + 2 * drate > d.vmem_bpc,
+        "test design: each fits alone, not together"
+    );
+    let dmas = "    dma.copy vmem[s0+4096], vmem[s0+8192], desc=0\n    dma.copy vmem[s0+12288], vmem[s0+16384], desc=0\n";
+    let vpu = "    vpu.div [s0+20480], [s0+21504], [s0+22528], n=64, t=f32\n";
+    let prog = |body: &str| format!(".dma 0 len={len}\n{body}    halt\n");
+    let run_t = |body: &str| {
+        let p = prog(body);
+        let (_, c1) = run(&p, &a, true, None);
+        let (_, c2) = run(&p, &a, false, None);
+        assert_eq!(c1, c2, "functional and timing-only agree");
+        c1
+    };
+    let lat = (div.latency as u64).max(1);
+    // Dispatch at cycles 0, 1, 2 (one instruction per cycle); a DMA's data phase begins
+    // dma.setup_cycles after its start; the VPU books from its start.
+    let vpu_done = |end: u64, start: u64| {
+        let stall = (end - start).saturating_sub(busy);
+        start + stall + busy - 1 + lat
+    };
+    let alone_v = run_t(vpu);
+    let e = vmem_grants(d.vmem_bpc, &[(0, vbytes, vrate)]);
+    assert_eq!(alone_v, vpu_done(e[0], 0));
+    let alone_d = run_t(dmas);
+    let e = vmem_grants(
+        d.vmem_bpc,
+        &[
+            (d.dma_setup, 2 * len, drate),
+            (1 + d.dma_setup, 2 * len, drate),
+        ],
+    );
+    assert_eq!(alone_d, e[0].max(e[1]));
+    assert_eq!(
+        alone_d,
+        1 + d.dma_setup + (len as f64 / d.dma_bpc).ceil() as u64
+    );
+    let both = run_t(&format!("{dmas}{vpu}"));
+    // Booking order: the VPU starts at 2, before the DMAs' data phases (4 and 5 on mini).
+    let e = vmem_grants(
+        d.vmem_bpc,
+        &[
+            (2, vbytes, vrate),
+            (d.dma_setup, 2 * len, drate),
+            (1 + d.dma_setup, 2 * len, drate),
+        ],
+    );
+    let want = vpu_done(e[0], 2).max(e[1]).max(e[2]);
+    assert_eq!(both, want);
+    assert!(both > alone_d.max(alone_v + 2), "sharing must cost time");
+}
+
+/// An MXU weight load and matmul behind a VPU op that takes the whole VMEM port: the MXU
+/// stalls (reason `vmem`) until grants are left for it.
+#[test]
+fn mxu_matmul_slowed_by_a_concurrent_vpu_stream() {
+    let a = mini();
+    let d = Doc::new(&a);
+    let m = 16u64;
+    let mut g = Lcg(11);
+    let w: Vec<u8> = (0..64).map(|_| g.next() as u8).collect();
+    let x: Vec<u8> = (0..m * 8).map(|_| g.next() as u8).collect();
+    let mxu = format!(
+        ".data vmem 0 {}\n    mxu.ldw [s0+0], mxu=0, k=8, n=8, stride=8, mode=int8\n    mxu.matmul [s0+64], acc[s0+0], mxu=0, m={m}, k=8, stride=8, mode=int8, accumulate=0\n",
+        hex(&w.iter().chain(&x).copied().collect::<Vec<u8>>())
+    );
+    let vpu = "    vpu.add [s0+4096], [s0+8192], [s0+12288], n=256, t=f32\n";
+    let alu = a.vpu.alu;
+    let vbusy = 256u64.div_ceil(alu.elems_per_cycle as u64);
+    let vbytes = 3 * 4 * 256u64;
+    assert!(
+        vbytes.div_ceil(vbusy) >= d.vmem_bpc,
+        "test design: the VPU op takes the whole port"
+    );
+    let run_t = |body: &str| {
+        let p = format!("{body}    halt\n");
+        let (sys, c1) = run(&p, &a, true, None);
+        let (_, c2) = run(&p, &a, false, None);
+        assert_eq!(c1, c2, "functional and timing-only agree");
+        (sys, c1)
+    };
+    // docs/timing.md MXU with the VMEM port: the load books k rows of n bytes at one row per
+    // cycle from its start s0; stall = max(0, end − s0 − R); then the contract's formulas from
+    // s0 + stall. The matmul books m rows of k bytes from t0 = s + 1; stall = end − t0 − m.
+    let mxu_done = |grants: &dyn Fn(&[Booking]) -> Vec<u64>, s0: u64| {
+        let e = grants(&[(s0, 64, 8)]);
+        let s = s0 + (e[0] - s0).saturating_sub(d.r);
+        let t0 = s + 1;
+        let e = grants(&[(s0, 64, 8), (t0, m * 8, 8)]);
+        let t = t0 + (e[1] - t0).saturating_sub(m);
+        t + m - 1 + d.r + d.c
+    };
+    let (_, alone) = run_t(&mxu);
+    assert_eq!(
+        alone,
+        mxu_done(&|b: &[Booking]| vmem_grants(d.vmem_bpc, b), 0)
+    );
+    // The VPU op first (starts at 0), the MXU instructions dispatched at 1 and 2.
+    let (sys, both) = run_t(&format!("{vpu}{mxu}"));
+    let vb = (0u64, vbytes, vbytes.div_ceil(vbusy));
+    let with_vpu = |b: &[Booking]| {
+        let mut all = vec![vb];
+        all.extend_from_slice(b);
+        vmem_grants(d.vmem_bpc, &all)[1..].to_vec()
+    };
+    let want = mxu_done(&with_vpu, 1);
+    assert_eq!(both, want);
+    assert!(both > alone + 1, "the VPU stream must slow the MXU");
+    let stats = sys.stats();
+    let stall = stats
+        .value("chip0.core0.mxu0.stall_cycles.vmem")
+        .expect("vmem stall statistic");
+    assert!(stall > 0, "the MXU records vmem stall cycles");
+}
