@@ -226,6 +226,23 @@ pub struct DmaConfig {
     pub setup_cycles: u32,
     /// Peak bytes per cycle of one engine (HBM bandwidth is shared on top of this).
     pub bytes_per_cycle: u64,
+    /// How many queued copies the front end looks at: it starts the oldest of the first
+    /// `queues` whose `wait=` semaphore is available, so a copy blocked on a semaphore does not
+    /// hold back the prefetches behind it (1: strictly in order). Default 1.
+    #[serde(default = "one_u32")]
+    pub queues: u32,
+    /// Cycles an engine spends issuing each contiguous chunk of a descriptor (a copy's data
+    /// phase lasts at least `chunks × chunk_cycles`). Default 0.
+    #[serde(default)]
+    pub chunk_cycles: u32,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+fn one_u64() -> u64 {
+    1
 }
 
 /// Off-chip memory of one chip, shared by all cores and DMAs.
@@ -240,6 +257,10 @@ pub struct HbmConfig {
     pub gbps: f64,
     /// Access latency in ns.
     pub latency_ns: f64,
+    /// Access granularity in bytes: every HBM chunk of a DMA moves whole aligned bursts, so a
+    /// 2-byte chunk costs a burst of link bandwidth. Default 1 (byte granular).
+    #[serde(default = "one_u64")]
+    pub burst_bytes: u64,
 }
 
 /// The host link carrying infeed (host → chip) and outfeed (chip → host).

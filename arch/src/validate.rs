@@ -302,6 +302,9 @@ fn bounded(need: &mut impl FnMut(bool, String), c: &ArchConfig) {
     );
     int("dma.engines", c.dma.engines.into(), 1, 1024);
     int("dma.setup_cycles", c.dma.setup_cycles.into(), 0, dly);
+    int("dma.queues", c.dma.queues.into(), 1, 64);
+    int("dma.chunk_cycles", c.dma.chunk_cycles.into(), 0, dly);
+    int("hbm.burst_bytes", c.hbm.burst_bytes, 1, 1 << 20);
     int(
         "dma.bytes_per_cycle",
         c.dma.bytes_per_cycle,

@@ -59,6 +59,8 @@ pub enum Ev {
         unit: u16,
         /// Semaphore to signal.
         signal: Option<u8>,
+        /// The command's race-tracking id.
+        id: u64,
     },
     /// A DMA transfer enters its data phase.
     DmaJoin(u32),
@@ -87,6 +89,10 @@ pub struct Xfer {
     pub vmem_bytes: u64,
     /// Cycle the VMEM side is through (known once the transfer joins).
     pub vmem_done: Cycle,
+    /// Cycle the engine has issued every chunk (`chunks × dma.chunk_cycles` after joining).
+    pub chunk_done: Cycle,
+    /// Contiguous chunks of the descriptor.
+    pub chunks: u64,
     /// Cycles the transfer would take alone in its data phase (to tell VMEM stalls apart).
     pub alone: u64,
     /// Cycle the data phase began.
@@ -135,6 +141,8 @@ pub struct Chip {
     pub mxu_log: Option<Vec<MxuRecord>>,
     /// Instructions in flight, for race detection (`None`: not checked).
     pub races: Option<crate::race::RaceTracker>,
+    /// Happens-before race detection (with `races`).
+    pub hb: Option<crate::race::Hb>,
     /// The race id the next DMA transfer records.
     pub next_dma_race_id: u64,
     /// ICI instructions posted since the System last drained them (`true`: a send).
@@ -226,6 +234,7 @@ impl Chip {
             halted: 0,
             mxu_log: None,
             races: Some(crate::race::RaceTracker::default()),
+            hb: Some(crate::race::Hb::new(p.cores, MXU0 + p.mxus + 1, 32)),
             next_dma_race_id: 0,
             ici_out: Vec::new(),
             ici_live: Vec::new(),
@@ -405,9 +414,12 @@ impl Chip {
         match ev {
             Ev::Seq(c) => self.seq_step(env, now, c as usize),
             Ev::Kick(c, u) => self.unit_step(env, now, c as usize, u as usize),
-            Ev::Done { core, unit, signal } => {
-                self.complete(env, now, core as usize, unit as usize, signal)
-            }
+            Ev::Done {
+                core,
+                unit,
+                signal,
+                id,
+            } => self.complete(env, now, core as usize, unit as usize, signal, id),
             Ev::DmaJoin(x) => {
                 self.dma_join(env, now, x);
                 Ok(())
@@ -425,7 +437,11 @@ impl Chip {
         c: usize,
         u: usize,
         signal: Option<u8>,
+        id: u64,
     ) -> Result<(), SimError> {
+        if let Some(h) = &mut self.hb {
+            h.complete(c, id, signal, now.get());
+        }
         let core = &mut self.cores[c];
         core.outstanding -= 1;
         core.units[u].inflight -= 1;
@@ -456,7 +472,8 @@ impl Chip {
             .checked_add(n)
             .ok_or_else(|| format!("semaphore sem{s} overflows"))?;
         for u in 0..self.cores[c].units.len() {
-            if self.cores[c].units[u].blocked_sem == Some(s) {
+            let unit = &self.cores[c].units[u];
+            if unit.blocked_sem == Some(s) || unit.blocked_mask & (1 << (s % 32)) != 0 {
                 self.kick(c, u, now);
             }
         }

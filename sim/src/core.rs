@@ -85,6 +85,9 @@ pub struct UnitQ {
     pub front_free: Cycle,
     /// The head waits for this semaphore.
     pub blocked_sem: Option<u8>,
+    /// Every semaphore (bit `s`) the commands the front end may start wait for, when none
+    /// can start (the DMA looks past a blocked head).
+    pub blocked_mask: u32,
     /// The head can never start (reason), e.g. infeed past the end of the host's stream.
     pub stuck: Option<String>,
     /// A kick event is scheduled.
@@ -113,6 +116,7 @@ impl UnitQ {
             q: VecDeque::new(),
             front_free: Cycle::ZERO,
             blocked_sem: None,
+            blocked_mask: 0,
             stuck: None,
             kick_pending: false,
             inflight: 0,

@@ -4,8 +4,11 @@
 //! `hbm.gbps`, at most `dma.bytes_per_cycle` per transfer; an HBM→HBM copy moves its bytes twice).
 //! Its VMEM side (the bytes it reads or writes in VMEM; both for VMEM→VMEM) is booked on the
 //! core's VMEM port (`vmem_port.rs`) when the data phase begins, at the engine's rate; the copy
-//! completes when both its HBM flow and its VMEM grants are through. Alone it takes
-//! `setup + L + ⌈bytes / min(engine, link)⌉` cycles (`Params::dma_alone_cycles`).
+//! completes when both its HBM flow and its VMEM grants are through, and not before its
+//! engine has issued every chunk (`dma.chunk_cycles` each). HBM moves whole aligned bursts
+//! (`hbm.burst_bytes`), so small or misaligned chunks cost more link bytes than they carry.
+//! Alone, contiguous and burst aligned, it takes `setup + L + ⌈bytes / min(engine, link)⌉`
+//! cycles (`Params::dma_alone_cycles`).
 
 use crate::account::Kind;
 use crate::chip::{Chip, Env, Ev, Xfer};
@@ -49,9 +52,36 @@ impl Chip {
                 },
             }));
         }
+        // HBM moves whole aligned bursts: a chunk at `a` of `len` bytes costs
+        // (⌈(a + len) / burst⌉ − ⌊a / burst⌋) · burst bytes of the HBM link.
+        let burst = env.p.hbm_burst;
+        // Chunks that continue where the previous one ended on both sides form one run
+        // (one request stream, bursts counted over the whole run).
+        let bursts = |a: u64, n: u64| ((a + n).div_ceil(burst) - a / burst) * burst;
+        let (mut hbm_src, mut hbm_dst, mut chunks) = (0u64, 0u64, 0u64);
+        let mut run: Option<(i64, i64, u64)> = None; // (src, dst, bytes) of the open run
+        let mut close = |r: (i64, i64, u64)| {
+            chunks += 1;
+            if r.0 >= 0 && src.space == Space::Hbm {
+                hbm_src += bursts(r.0 as u64, r.2);
+            }
+            if r.1 >= 0 && dst.space == Space::Hbm {
+                hbm_dst += bursts(r.1 as u64, r.2);
+            }
+        };
         for (so, dof) in d.chunk_offsets() {
             let sa = cmd.a[1] as i64 + so;
             let da = cmd.a[0] as i64 + dof;
+            run = match run {
+                Some((rs, rd, n)) if rs + n as i64 == sa && rd + n as i64 == da => {
+                    Some((rs, rd, n + len))
+                }
+                Some(r) => {
+                    close(r);
+                    Some((sa, da, len))
+                }
+                None => Some((sa, da, len)),
+            };
             if sa < 0 || da < 0 {
                 return Err(self.cmd_err(
                     env,
@@ -68,11 +98,10 @@ impl Chip {
                 self.check_space(env, c, cmd, dst.space, da as u64, len)?;
             }
         }
-        let hbm_bytes = [src.space, dst.space]
-            .iter()
-            .filter(|&&s| s == Space::Hbm)
-            .count() as u64
-            * bytes;
+        if let Some(r) = run {
+            close(r);
+        }
+        let hbm_bytes = hbm_src + hbm_dst;
         if src.space == Space::Hbm {
             env.stats.add(self.st.hbm_read, bytes);
         }
@@ -94,6 +123,8 @@ impl Chip {
             hbm,
             vmem_bytes: vmem_sides * bytes,
             vmem_done: now,
+            chunk_done: now,
+            chunks,
             alone: 0,
             joined: now,
             hbm_done: now,
@@ -136,6 +167,7 @@ impl Chip {
         };
         x.alone = (x.link_bytes as f64 / link_bpc).ceil() as u64;
         x.joined = now;
+        x.chunk_done = now + x.chunks * env.p.dma_chunk_cycles;
         if x.vmem_bytes > 0 {
             // Per cycle each VMEM side (one, or two for VMEM→VMEM, where `link_bytes` is the
             // copy's size) moves what the data phase moves.
@@ -152,8 +184,8 @@ impl Chip {
                     .schedule(t.max(now), Priority::Complete, Ev::HbmWake(g));
             }
         } else {
-            self.q
-                .schedule(x.vmem_done.max(now), Priority::Complete, Ev::DmaDone(id));
+            let end = x.vmem_done.max(x.chunk_done).max(now);
+            self.q.schedule(end, Priority::Complete, Ev::DmaDone(id));
         }
     }
 
@@ -172,10 +204,10 @@ impl Chip {
             let id = id as u32;
             let x = self.xfers[id as usize].as_mut().expect("live transfer");
             x.hbm_done = now;
-            if x.vmem_done > now {
-                // The HBM side is through; the VMEM side ends later.
-                self.q
-                    .schedule(x.vmem_done, Priority::Complete, Ev::DmaDone(id));
+            let end = x.vmem_done.max(x.chunk_done);
+            if end > now {
+                // The HBM side is through; the VMEM side or the chunk requests end later.
+                self.q.schedule(end, Priority::Complete, Ev::DmaDone(id));
             } else {
                 self.finish_xfer(env, now, id)?;
             }
@@ -213,17 +245,23 @@ impl Chip {
         unit.unreported_from = from;
         // Cycles past what the data phase would take alone, while the VMEM side was the last
         // to finish, are VMEM stalls; the rest is busy.
-        let vmem_stall = if x.hbm {
-            now - x.hbm_done.min(now)
+        let other = if x.hbm {
+            x.hbm_done
         } else {
-            (now - x.joined).saturating_sub(x.alone)
+            x.joined + x.alone
+        }
+        .max(x.chunk_done);
+        let vmem_stall = if x.vmem_done >= now {
+            now - other.min(now)
+        } else {
+            0
         };
         let busy_end = now.get() - vmem_stall;
         unit.tl.add(Kind::Busy, x.start.get(), busy_end);
         unit.tl.add(Kind::Stall(R_VMEM), busy_end, now.get());
         let inst = env.prog.code()[x.pc as usize];
         self.trace(env, c, DMA, x.pc, &inst, x.start, now);
-        self.complete(env, now, c, DMA, x.signal)?;
+        self.complete(env, now, c, DMA, x.signal, x.race_id)?;
         self.kick(c, DMA, now);
         Ok(())
     }

@@ -64,6 +64,12 @@ pub struct Params {
     pub dma_setup: u64,
     /// DMA engine peak, bytes per cycle.
     pub dma_bpc: f64,
+    /// Queued DMA copies the front end looks at (`dma.queues`).
+    pub dma_queues: usize,
+    /// Engine cycles per contiguous chunk (`dma.chunk_cycles`).
+    pub dma_chunk_cycles: u64,
+    /// HBM access granularity, bytes (`hbm.burst_bytes`).
+    pub hbm_burst: u64,
     /// HBM capacity, bytes.
     pub hbm_bytes: u64,
     /// Where every memory of the run takes its pages from (limit: the memory budget).
@@ -113,6 +119,9 @@ impl Params {
             dma_engines: a.dma.engines.max(1) as usize,
             dma_setup: a.dma.setup_cycles as u64,
             dma_bpc: a.dma.bytes_per_cycle.max(1) as f64,
+            dma_queues: a.dma.queues.max(1) as usize,
+            dma_chunk_cycles: a.dma.chunk_cycles as u64,
+            hbm_burst: a.hbm.burst_bytes.max(1),
             hbm_bytes: a.hbm.bytes,
             pool: crate::memory::Pool::default(),
             hbm_bpc: a.bytes_per_cycle(a.hbm.gbps),
@@ -147,13 +156,15 @@ impl Params {
         (n.div_ceil(epc), class.latency)
     }
 
-    /// Cycles a DMA of `bytes` takes alone: `setup + L + ⌈bytes / min(engine, link)⌉`, where the
-    /// link is HBM (latency `hbm_latency`) if `hbm` is set, else VMEM (no latency).
+    /// Cycles a contiguous, burst-aligned DMA of `bytes` takes alone:
+    /// `setup + L + ⌈bytes / min(engine, link)⌉`, where the link is HBM (latency `hbm_latency`)
+    /// if `hbm` is set, else the VMEM port, of which a VMEM→VMEM copy needs two bytes per byte
+    /// copied (no latency).
     pub fn dma_alone_cycles(&self, bytes: u64, hbm: bool) -> u64 {
         let (bw, lat) = if hbm {
             (self.hbm_bpc, self.hbm_latency)
         } else {
-            (self.vmem_bpc as f64, 0)
+            (self.vmem_bpc as f64 / 2.0, 0)
         };
         self.dma_setup + lat + (bytes as f64 / self.dma_bpc.min(bw)).ceil() as u64
     }

@@ -113,39 +113,8 @@ impl RaceTracker {
             if ordered || !(l.start < new.done && new.start < l.done) {
                 continue;
             }
-            for a in &l.touches {
-                for b in &new.touches {
-                    if !(a.write || b.write) || a.acc.space != b.acc.space {
-                        continue;
-                    }
-                    if a.acc.space == Space::Vmem && l.core != new.core {
-                        continue;
-                    }
-                    if a.acc.overlaps(&b.acc) {
-                        let kind = match (a.write, b.write) {
-                            (true, true) => "write/write",
-                            (true, false) => "write/read",
-                            _ => "read/write",
-                        };
-                        let lo = a.acc.start.max(b.acc.start);
-                        return Err(format!(
-                            "race ({kind}) on {} bytes near {lo:#x} (first access [{:#x}, +{}) \
-                             x{} stride {}, second [{:#x}, +{}) x{} stride {}): nothing orders\n  \
-                             {}\n  and\n  {}\n(add a semaphore wait or a fence between them)",
-                            space_name(a.acc.space),
-                            a.acc.start,
-                            a.acc.row_bytes,
-                            a.acc.rows,
-                            a.acc.stride,
-                            b.acc.start,
-                            b.acc.row_bytes,
-                            b.acc.rows,
-                            b.acc.stride,
-                            l.describe(),
-                            new.describe()
-                        ));
-                    }
-                }
+            if let Some(m) = conflict(l, &new) {
+                return Err(m);
             }
         }
         self.live.push(new);
@@ -196,6 +165,286 @@ pub fn dma_side(space: Space, base: u64, desc: &isa::DmaDesc, src: bool) -> Opti
         }
     }
     Some(out)
+}
+
+/// A vector clock over the threads of one chip (missing trailing entries are 0).
+pub type Clock = Vec<u32>;
+
+fn join(a: &mut Clock, b: &Clock) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = (*x).max(*y);
+    }
+}
+
+fn at(c: &Clock, t: usize) -> u32 {
+    c.get(t).copied().unwrap_or(0)
+}
+
+/// One access in the happens-before history.
+struct Rec {
+    live: Live,
+    thread: usize,
+    epoch: u32,
+    /// Bounding box of the touches per space: (VMEM lo, hi), (HBM lo, hi).
+    bbox: [(u64, u64); 2],
+}
+
+fn bbox(t: &[Touch]) -> [(u64, u64); 2] {
+    let mut b = [(u64::MAX, 0u64); 2];
+    for x in t {
+        let i = (x.acc.space == Space::Hbm) as usize;
+        let end = x.acc.start
+            + x.acc.stride.saturating_mul(x.acc.rows.saturating_sub(1))
+            + x.acc.row_bytes;
+        b[i].0 = b[i].0.min(x.acc.start);
+        b[i].1 = b[i].1.max(end);
+    }
+    b
+}
+
+/// Happens-before race detection with vector clocks (as in the FastTrack family of data-race
+/// detectors), beside the in-flight check of [`RaceTracker`]: it also catches *latent* races,
+/// two conflicting accesses that happen not to overlap in time in this run but that nothing in
+/// the program orders.
+///
+/// Threads: one per (core, unit) for the units that run in program order (MXUs, VPU, infeed,
+/// outfeed); every DMA copy and ICI transfer, which complete in any order, runs on a thread of
+/// its own, taken from a pool and returned once every future command is ordered after it.
+///
+/// Edges: the sequencer's program order into every command it dispatches (the command starts
+/// with the sequencer's clock at dispatch); the program order of an ordered unit's commands; a
+/// command's completion to its `signal=` semaphore, and a semaphore to every later `wait=` or
+/// `sem.wait` on it (the semaphore's clock is the join of all releases, so a wait is ordered
+/// after every signal before it: permissive for counted semaphores, never a false race);
+/// `sem.signal` from the sequencer; completions to the sequencer at a `fence`. A command's clock
+/// has its own thread's component set to a fresh epoch.
+///
+/// Limits (docs/timing.md): the history holds the last [`HISTORY`] accesses not yet known to
+/// precede every future command; an ordered unit's program order is taken as completion order
+/// (the in-flight check covers a VPU op that completes after a later one).
+pub struct Hb {
+    /// Fixed threads: `cores · units`.
+    fixed: usize,
+    units: usize,
+    seq: Vec<Clock>,
+    unit: Vec<Clock>,
+    epoch: Vec<u32>,
+    /// Pool threads: in use by a copy (or not yet known to be ordered before everything).
+    busy: Vec<bool>,
+    free: Vec<usize>,
+    sems: Vec<Vec<Clock>>,
+    done_join: Vec<Clock>,
+    /// Dispatch clocks of queued commands, per (core, unit), in queue order.
+    queued: Vec<std::collections::VecDeque<Clock>>,
+    /// Clocks of started, not completed commands, by race id.
+    running: std::collections::HashMap<u64, Clock>,
+    history: std::collections::VecDeque<Rec>,
+    starts: u64,
+}
+
+/// Accesses kept for the latent check.
+pub const HISTORY: usize = 2048;
+
+impl Hb {
+    /// A tracker for `cores` cores of `units` units and `sems` semaphores each.
+    pub fn new(cores: usize, units: usize, sems: usize) -> Self {
+        let n = cores * units;
+        Hb {
+            fixed: n,
+            units,
+            seq: vec![Vec::new(); cores],
+            unit: vec![Vec::new(); n],
+            epoch: vec![0; n],
+            busy: vec![false; n],
+            free: Vec::new(),
+            sems: vec![vec![Vec::new(); sems]; cores],
+            done_join: vec![Vec::new(); cores],
+            queued: vec![Default::default(); n],
+            running: Default::default(),
+            history: Default::default(),
+            starts: 0,
+        }
+    }
+
+    /// The sequencer of `core` dispatched a command to `unit`.
+    pub fn dispatch(&mut self, core: usize, unit: usize) {
+        let c = self.seq[core].clone();
+        self.queued[core * self.units + unit].push_back(c);
+    }
+
+    /// The sequencer of `core` passed a `sem.wait` on `sem`.
+    pub fn seq_acquire(&mut self, core: usize, sem: u8) {
+        let s = &self.sems[core][sem as usize];
+        if !s.is_empty() {
+            let s = s.clone();
+            join(&mut self.seq[core], &s);
+        }
+    }
+
+    /// The sequencer of `core` signalled `sem`.
+    pub fn seq_release(&mut self, core: usize, sem: u8) {
+        let c = self.seq[core].clone();
+        join(&mut self.sems[core][sem as usize], &c);
+    }
+
+    /// The sequencer of `core` passed a `fence` (every dispatched command completed).
+    pub fn fence(&mut self, core: usize) {
+        let d = self.done_join[core].clone();
+        join(&mut self.seq[core], &d);
+    }
+
+    /// A command completed (its clock goes to its semaphore and to the next fence).
+    pub fn complete(&mut self, core: usize, id: u64, signal: Option<u8>, done: u64) {
+        let Some(c) = self.running.remove(&id) else {
+            return;
+        };
+        if let Some(s) = signal {
+            join(&mut self.sems[core][s as usize], &c);
+        }
+        join(&mut self.done_join[core], &c);
+        if let Some(r) = self.history.iter_mut().rev().find(|r| r.live.id == id) {
+            r.live.done = done;
+        }
+    }
+
+    /// The front end of `live.unit` on `live.core` starts its queued command at `pick`
+    /// (waiting on `wait`; `unordered` for DMA copies and ICI transfers); checks its accesses
+    /// against the history and records them. `Err` describes a race.
+    pub fn start(
+        &mut self,
+        pick: usize,
+        wait: Option<u8>,
+        unordered: bool,
+        live: &Live,
+    ) -> Result<(), String> {
+        let core = live.core as usize;
+        let q = core * self.units + live.unit;
+        let mut vc = self.queued[q]
+            .remove(pick)
+            .expect("a dispatch clock per queued command");
+        let t = if unordered {
+            self.free.pop().unwrap_or_else(|| {
+                self.epoch.push(0);
+                self.busy.push(false);
+                self.epoch.len() - 1
+            })
+        } else {
+            join(&mut vc, &self.unit[q]);
+            q
+        };
+        if let Some(s) = wait {
+            join(&mut vc, &self.sems[core][s as usize]);
+        }
+        self.epoch[t] += 1;
+        self.busy[t] = true;
+        let epoch = self.epoch[t];
+        if vc.len() <= t {
+            vc.resize(t + 1, 0);
+        }
+        vc[t] = epoch;
+        if !unordered {
+            self.unit[q] = vc.clone();
+        }
+        let bb = bbox(&live.touches);
+        // Newest first: the nearest unordered access is the most useful to report.
+        for r in self.history.iter().rev() {
+            if r.thread == t || at(&vc, r.thread) >= r.epoch {
+                continue; // program order of one unit, or ordered by the program
+            }
+            if !(0..2).any(|i| bb[i].0 < r.bbox[i].1 && r.bbox[i].0 < bb[i].1) {
+                continue;
+            }
+            if let Some(m) = conflict(&r.live, live) {
+                return Err(if r.live.done <= live.start {
+                    format!(
+                        "{m}\n(a latent race: they did not overlap in time in this run, but \
+                         nothing in the program orders them, so another timing would)"
+                    )
+                } else {
+                    m
+                });
+            }
+        }
+        if !live.touches.is_empty() {
+            self.history.push_back(Rec {
+                live: live.clone(),
+                thread: t,
+                epoch,
+                bbox: bb,
+            });
+            if self.history.len() > HISTORY {
+                self.history.pop_front();
+            }
+        }
+        self.running.insert(live.id, vc);
+        self.starts += 1;
+        if self.starts.is_multiple_of(64) {
+            self.forget_ordered();
+        }
+        Ok(())
+    }
+
+    /// Drops history entries every future command is ordered after, and returns pool threads
+    /// whose copy every future command is ordered after. A future command's clock is at least
+    /// the dispatch clock of a queued command or a sequencer's current clock.
+    fn forget_ordered(&mut self) {
+        let n = self.epoch.len();
+        let mut floor: Vec<u32> = vec![u32::MAX; n];
+        for c in self.seq.iter().chain(self.queued.iter().flatten()) {
+            for (t, f) in floor.iter_mut().enumerate() {
+                *f = (*f).min(at(c, t));
+            }
+        }
+        self.history.retain(|r| r.epoch > floor[r.thread]);
+        for (t, &f) in floor.iter().enumerate().skip(self.fixed) {
+            if self.busy[t] && f >= self.epoch[t] {
+                self.busy[t] = false;
+                self.free.push(t);
+            }
+        }
+    }
+}
+
+/// The race message if two instructions' accesses conflict (overlapping bytes, a write).
+fn conflict(l: &Live, new: &Live) -> Option<String> {
+    for a in &l.touches {
+        for b in &new.touches {
+            if !(a.write || b.write) || a.acc.space != b.acc.space {
+                continue;
+            }
+            if a.acc.space == Space::Vmem && l.core != new.core {
+                continue;
+            }
+            if a.acc.overlaps(&b.acc) {
+                let kind = match (a.write, b.write) {
+                    (true, true) => "write/write",
+                    (true, false) => "write/read",
+                    _ => "read/write",
+                };
+                let lo = a.acc.start.max(b.acc.start);
+                return Some(format!(
+                    "race ({kind}) on {} bytes near {lo:#x} (first access [{:#x}, +{}) \
+                     x{} stride {}, second [{:#x}, +{}) x{} stride {}): nothing orders\n  \
+                     {}\n  and\n  {}\n(add a semaphore wait or a fence between them)",
+                    space_name(a.acc.space),
+                    a.acc.start,
+                    a.acc.row_bytes,
+                    a.acc.rows,
+                    a.acc.stride,
+                    b.acc.start,
+                    b.acc.row_bytes,
+                    b.acc.rows,
+                    b.acc.stride,
+                    l.describe(),
+                    new.describe()
+                ));
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

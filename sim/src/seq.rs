@@ -143,12 +143,18 @@ impl Chip {
             }
             Inst::Fence {} => {
                 if self.cores[c].outstanding == 0 {
+                    if let Some(h) = &mut self.hb {
+                        h.fence(c);
+                    }
                     Ok(lat)
                 } else {
                     Err(SeqBlock::Fence)
                 }
             }
             Inst::SemSignal { sem, n } => {
+                if let Some(h) = &mut self.hb {
+                    h.seq_release(c, sem.0);
+                }
                 self.signal(c, sem.0, n, now)
                     .map_err(|m| self.exec_err(env, c, pc, m))?;
                 Ok(lat)
@@ -157,6 +163,9 @@ impl Chip {
                 let v = &mut self.cores[c].sems[sem.0 as usize];
                 if *v >= n {
                     *v -= n;
+                    if let Some(h) = &mut self.hb {
+                        h.seq_acquire(c, sem.0);
+                    }
                     Ok(lat)
                 } else {
                     Err(SeqBlock::Sem(sem.0, n))
@@ -274,6 +283,9 @@ impl Chip {
                     });
                     core.outstanding += 1;
                     env.stats.add(core.seq_stats.dispatched, 1);
+                    if let Some(h) = &mut self.hb {
+                        h.dispatch(c, u);
+                    }
                     if !self.cores[c].units[u].kick_pending {
                         // What a kick event at `now` would do, without the event.
                         self.unit_step(env, now, c, u)?;

@@ -178,18 +178,40 @@ impl Chip {
                     }
                 }
             }
+            // Which queued command starts: the head, or for the DMA the oldest of the first
+            // `dma.queues` whose semaphore is available (a blocked copy does not hold back the
+            // copies behind it).
+            let window = if u == DMA { env.p.dma_queues } else { 1 };
+            let core = &mut self.cores[c];
+            let mut mask = 0u32;
+            let pick = core.units[u]
+                .q
+                .iter()
+                .take(window)
+                .position(|k| match sems_of(&k.inst).0 {
+                    Some(s) if core.sems[s.0 as usize] == 0 => {
+                        mask |= 1 << (s.0 % 32);
+                        false
+                    }
+                    _ => true,
+                });
+            let Some(pick) = pick else {
+                let head_wait = sems_of(&cmd.inst).0.expect("a blocked head waits");
+                core.units[u].blocked_sem = Some(head_wait.0);
+                core.units[u].blocked_mask = mask;
+                break;
+            };
+            let cmd = core.units[u].q[pick];
+            core.units[u].blocked_mask = 0;
             let (wait, signal) = sems_of(&cmd.inst);
             let mut waited = false;
             if let Some(s) = wait {
-                let core = &mut self.cores[c];
-                if core.sems[s.0 as usize] == 0 {
-                    core.units[u].blocked_sem = Some(s.0);
-                    break;
-                }
                 core.sems[s.0 as usize] -= 1;
-                waited = core.units[u].blocked_sem.take().is_some();
+                if pick == 0 {
+                    waited = core.units[u].blocked_sem.take().is_some();
+                }
             }
-            self.cores[c].units[u].q.pop_front();
+            self.cores[c].units[u].q.remove(pick);
             if matches!(self.cores[c].blocked, Some((SeqBlock::Queue(x), _)) if x == u) {
                 self.schedule_seq(c, now);
             }
@@ -217,24 +239,28 @@ impl Chip {
             } else {
                 Vec::new()
             };
-            {
-                if !touches.is_empty() {
-                    let live = crate::race::Live {
-                        core: c as u32,
-                        unit: u,
-                        dma: u == DMA || u == MXU0 + env.p.mxus,
-                        id: race_id,
-                        pc: cmd.pc,
-                        unit_name: self.cores[c].units[u].name.clone(),
-                        inst: cmd.inst.to_string(),
-                        symbol: env.prog.program.symbol_at(cmd.pc).map(str::to_string),
-                        start: st.start.get(),
-                        done: st
-                            .done
-                            .map_or(u64::MAX, |d| d.get().max(st.start.get() + 1)),
-                        touches,
-                    };
-                    let chip = self.idx;
+            if self.races.is_some() {
+                let live = crate::race::Live {
+                    core: c as u32,
+                    unit: u,
+                    dma: u == DMA || u == MXU0 + env.p.mxus,
+                    id: race_id,
+                    pc: cmd.pc,
+                    unit_name: self.cores[c].units[u].name.clone(),
+                    inst: cmd.inst.to_string(),
+                    symbol: env.prog.program.symbol_at(cmd.pc).map(str::to_string),
+                    start: st.start.get(),
+                    done: st
+                        .done
+                        .map_or(u64::MAX, |d| d.get().max(st.start.get() + 1)),
+                    touches,
+                };
+                let chip = self.idx;
+                if let Some(h) = &mut self.hb {
+                    h.start(pick, wait.map(|s| s.0), live.dma, &live)
+                        .map_err(|msg| SimError::Race { chip, msg })?;
+                }
+                if !live.touches.is_empty() {
                     if let Some(Err(msg)) = self.races.as_mut().map(|r| r.add(live)) {
                         return Err(SimError::Race { chip, msg });
                     }
@@ -258,6 +284,7 @@ impl Chip {
                         core: c as u16,
                         unit: u as u16,
                         signal: signal.map(|s| s.0),
+                        id: race_id,
                     },
                 );
                 self.trace(env, c, u, cmd.pc, &cmd.inst, st.start, done);
@@ -731,7 +758,7 @@ impl Chip {
         unit.tl.add(Kind::Busy, post.posted.get(), now.get());
         let inst = env.prog.code()[post.pc as usize];
         self.trace(env, c, u, post.pc, &inst, post.posted, now);
-        self.complete(env, now, c, u, post.signal)?;
+        self.complete(env, now, c, u, post.signal, post.race_id)?;
         let unit = &mut self.cores[c].units[u];
         let h = unit.horizon(now);
         unit.tl.flush_until(env.stats, h);
