@@ -190,11 +190,18 @@ struct Rec {
     epoch: u32,
     /// Bounding box of the touches per space: (VMEM lo, hi), (HBM lo, hi).
     bbox: [(u64, u64); 2],
+    /// The same of the written touches only.
+    wbox: [(u64, u64); 2],
 }
 
-fn bbox(t: &[Touch]) -> [(u64, u64); 2] {
+fn boxes_meet(a: &[(u64, u64); 2], b: &[(u64, u64); 2]) -> bool {
+    (0..2).any(|i| a[i].0 < b[i].1 && b[i].0 < a[i].1)
+}
+
+/// Bounding boxes per space of the touches (`writes`: only the written ones).
+fn bbox(t: &[Touch], writes: bool) -> [(u64, u64); 2] {
     let mut b = [(u64::MAX, 0u64); 2];
-    for x in t {
+    for x in t.iter().filter(|x| x.write || !writes) {
         let i = (x.acc.space == Space::Hbm) as usize;
         let end = x.acc.start
             + x.acc.stride.saturating_mul(x.acc.rows.saturating_sub(1))
@@ -230,6 +237,8 @@ pub struct Hb {
     fixed: usize,
     units: usize,
     seq: Vec<Clock>,
+    /// Halted cores (their sequencer clocks no longer bound future commands).
+    halted: Vec<bool>,
     unit: Vec<Clock>,
     epoch: Vec<u32>,
     /// Pool threads: in use by a copy (or not yet known to be ordered before everything).
@@ -241,12 +250,14 @@ pub struct Hb {
     queued: Vec<std::collections::VecDeque<Clock>>,
     /// Clocks of started, not completed commands, by race id.
     running: std::collections::HashMap<u64, Clock>,
+    /// Completion cycles of commands in the history, by race id (for reports).
+    done_at: std::collections::HashMap<u64, u64>,
     history: std::collections::VecDeque<Rec>,
     starts: u64,
 }
 
 /// Accesses kept for the latent check.
-pub const HISTORY: usize = 2048;
+pub const HISTORY: usize = 256;
 
 impl Hb {
     /// A tracker for `cores` cores of `units` units and `sems` semaphores each.
@@ -256,6 +267,7 @@ impl Hb {
             fixed: n,
             units,
             seq: vec![Vec::new(); cores],
+            halted: vec![false; cores],
             unit: vec![Vec::new(); n],
             epoch: vec![0; n],
             busy: vec![false; n],
@@ -264,6 +276,7 @@ impl Hb {
             done_join: vec![Vec::new(); cores],
             queued: vec![Default::default(); n],
             running: Default::default(),
+            done_at: Default::default(),
             history: Default::default(),
             starts: 0,
         }
@@ -290,6 +303,12 @@ impl Hb {
         join(&mut self.sems[core][sem as usize], &c);
     }
 
+    /// The sequencer of `core` halted: it dispatches nothing more.
+    pub fn halt(&mut self, core: usize) {
+        self.halted[core] = true;
+        self.forget_ordered();
+    }
+
     /// The sequencer of `core` passed a `fence` (every dispatched command completed).
     pub fn fence(&mut self, core: usize) {
         let d = self.done_join[core].clone();
@@ -305,9 +324,7 @@ impl Hb {
             join(&mut self.sems[core][s as usize], &c);
         }
         join(&mut self.done_join[core], &c);
-        if let Some(r) = self.history.iter_mut().rev().find(|r| r.live.id == id) {
-            r.live.done = done;
-        }
+        self.done_at.insert(id, done);
     }
 
     /// The front end of `live.unit` on `live.core` starts its queued command at `pick`
@@ -348,17 +365,24 @@ impl Hb {
         if !unordered {
             self.unit[q] = vc.clone();
         }
-        let bb = bbox(&live.touches);
+        let bb = bbox(&live.touches, false);
+        let wb = bbox(&live.touches, true);
         // Newest first: the nearest unordered access is the most useful to report.
         for r in self.history.iter().rev() {
             if r.thread == t || at(&vc, r.thread) >= r.epoch {
                 continue; // program order of one unit, or ordered by the program
             }
-            if !(0..2).any(|i| bb[i].0 < r.bbox[i].1 && r.bbox[i].0 < bb[i].1) {
-                continue;
+            if !(boxes_meet(&wb, &r.bbox) || boxes_meet(&bb, &r.wbox)) {
+                continue; // no write meets the other's bytes
             }
             if let Some(m) = conflict(&r.live, live) {
-                return Err(if r.live.done <= live.start {
+                let done = self.done_at.get(&r.live.id).copied();
+                let mut first = r.live.clone();
+                if let Some(d) = done {
+                    first.done = d;
+                }
+                let m = conflict(&first, live).unwrap_or(m);
+                return Err(if first.done <= live.start {
                     format!(
                         "{m}\n(a latent race: they did not overlap in time in this run, but \
                          nothing in the program orders them, so another timing would)"
@@ -374,6 +398,7 @@ impl Hb {
                 thread: t,
                 epoch,
                 bbox: bb,
+                wbox: wb,
             });
             if self.history.len() > HISTORY {
                 self.history.pop_front();
@@ -393,12 +418,20 @@ impl Hb {
     fn forget_ordered(&mut self) {
         let n = self.epoch.len();
         let mut floor: Vec<u32> = vec![u32::MAX; n];
-        for c in self.seq.iter().chain(self.queued.iter().flatten()) {
+        let live_seqs = self
+            .seq
+            .iter()
+            .zip(&self.halted)
+            .filter(|(_, &h)| !h)
+            .map(|(c, _)| c);
+        for c in live_seqs.chain(self.queued.iter().flatten()) {
             for (t, f) in floor.iter_mut().enumerate() {
                 *f = (*f).min(at(c, t));
             }
         }
         self.history.retain(|r| r.epoch > floor[r.thread]);
+        let keep: std::collections::HashSet<u64> = self.history.iter().map(|r| r.live.id).collect();
+        self.done_at.retain(|id, _| keep.contains(id));
         for (t, &f) in floor.iter().enumerate().skip(self.fixed) {
             if self.busy[t] && f >= self.epoch[t] {
                 self.busy[t] = false;

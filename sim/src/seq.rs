@@ -135,6 +135,9 @@ impl Chip {
                     let core = &mut self.cores[c];
                     core.halted = Some(now);
                     env.stats.add(core.seq_stats.issued, 1);
+                    if let Some(h) = &mut self.hb {
+                        h.halt(c);
+                    }
                     core.seq_tl.flush_until(env.stats, now.get());
                     self.halted += 1;
                     return Ok(None);
