@@ -740,10 +740,24 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             .write_chrome_json(std::io::BufWriter::new(f))?;
     }
     if let Some(p) = &a.report {
+        // Each op's cost (from the module's shapes) and its span on the chip, for the
+        // per-op roofline (`systole plot --kind roofline`).
+        let costs = crate::op_cost::op_costs(&c.module);
+        let hz = arch.clock_mhz * 1e6;
         let table: Vec<serde_json::Value> = top
             .iter()
             .map(|(name, (cy, per))| {
-                serde_json::json!({"hlo": name, "busy_cycles": cy, "share": *cy as f64 / total.max(1) as f64, "by_unit": per})
+                let (opcode, cost) = costs.get(name.as_str()).copied().unwrap_or_default();
+                let span = g.span.get(name.as_str()).map_or(0, |&(s, e)| e.saturating_sub(s));
+                let span_s = span as f64 / hz;
+                serde_json::json!({
+                    "hlo": name, "opcode": opcode, "busy_cycles": cy,
+                    "share": *cy as f64 / total.max(1) as f64, "by_unit": per,
+                    "span_cycles": span, "span_seconds": span_s,
+                    "flops": cost.flops, "bytes_accessed": cost.bytes,
+                    "arithmetic_intensity": if cost.bytes > 0 { Some(cost.flops as f64 / cost.bytes as f64) } else { None },
+                    "flops_per_second": if span > 0 { Some(cost.flops as f64 / span_s) } else { None },
+                })
             })
             .collect();
         let j = serde_json::json!({
@@ -855,6 +869,8 @@ fn roofline(
         "host_bytes_per_second": host_bw,
         "arithmetic_intensity": if hbm_bytes > 0.0 { flops as f64 / hbm_bytes } else { f64::INFINITY },
         "ridge_point": peak_flops / hbm_bw,
+        // Elementwise ceiling: every core's VPU ALU at its elements per cycle.
+        "vpu_ops_per_second": arch.vpu.alu.elems_per_cycle as f64 * arch.cores_per_chip as f64 * arch.clock_mhz * 1e6,
         "bound_seconds": {
             "compute": bounds[0].1, "memory": bounds[1].1,
             "interconnect": bounds[2].1, "host": bounds[3].1,

@@ -9,10 +9,12 @@ mod cmd_arch;
 mod cmd_eval;
 mod cmd_hlo;
 mod cmd_isa;
+mod cmd_plot;
 mod cmd_rtl;
 mod cmd_run;
 mod cmd_sim;
 mod cmd_sweep;
+mod op_cost;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -57,6 +59,8 @@ enum Command {
     /// Sweep arch parameters: `sweep FILE.hlo --set PATH=v1,v2,... [-j N] [--shard K/N] -o SWEEP.csv`;
     /// `sweep merge PARTS... -o SWEEP.csv` joins shards.
     Sweep(cmd_sweep::SweepArgs),
+    /// Draw a run or a sweep: `plot INPUT --kind timeline|utilization|roofline|ops|sweep -o OUT.png|OUT.svg`.
+    Plot(cmd_plot::PlotArgs),
 }
 
 /// How a subcommand ended, mapped onto the documented exit codes.
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
         Command::Compile(a) => cmd_run::compile(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Sweep(a) => cmd_sweep::run(a),
+        Command::Plot(a) => cmd_plot::run(a),
         Command::Eval(a) => cmd_eval::eval(a),
         Command::Conformance(a) => cmd_eval::conformance(a),
     };
