@@ -29,8 +29,8 @@ fn user(msg: String) -> anyhow::Error {
 /// Options shared by `compile` and `run`.
 #[derive(Args, Clone)]
 pub struct TargetArgs {
-    /// HLO text file.
-    pub file: PathBuf,
+    /// HLO text file (`run --scalesim-topology` takes a topology instead).
+    pub file: Option<PathBuf>,
     /// Architecture preset or JSON file.
     #[arg(long, default_value = "tpu-v4")]
     pub arch: String,
@@ -46,6 +46,15 @@ pub struct TargetArgs {
     /// pod: fast for big pods; timing only).
     #[arg(long, value_enum, default_value_t = IciBackend::Detailed)]
     pub ici: IciBackend,
+}
+
+impl TargetArgs {
+    /// The HLO file (clap cannot require it only for `run` without `--scalesim-topology`).
+    pub fn file(&self) -> anyhow::Result<&Path> {
+        self.file
+            .as_deref()
+            .ok_or_else(|| user("error: the HLO file is required (FILE.hlo)".into()))
+    }
 }
 
 /// See [`TargetArgs::ici`].
@@ -118,6 +127,14 @@ pub struct RunArgs {
     /// generated RTL and compare every result row and its cycle with the simulator's model.
     #[arg(long)]
     rtl_check: bool,
+    /// Instead of FILE.hlo: every layer of a SCALE-Sim topology CSV (convolution or GEMM
+    /// format) built as HLO, compiled and simulated timing-only, beside SCALE-Sim's
+    /// weight-stationary fold formula (docs/exploring.md).
+    #[arg(long, value_name = "LAYERS.csv", conflicts_with_all = ["inputs", "random", "trace", "report", "outputs", "rtl_check"])]
+    scalesim_topology: Option<PathBuf>,
+    /// With --scalesim-topology: also write the per-layer table as CSV.
+    #[arg(short = 'o', value_name = "OUT.csv")]
+    out: Option<PathBuf>,
 }
 
 /// Parses, verifies and compiles; errors rendered as FILE:LINE:COL.
@@ -130,7 +147,8 @@ pub fn compile_file(
             t.f32_dot_passes
         )));
     }
-    let (src, module) = load_verified(&t.file)?;
+    let file = t.file()?;
+    let (src, module) = load_verified(file)?;
     let arch = arch::ArchConfig::resolve(&t.arch, &t.sets).map_err(|e| user(e.to_string()))?;
     let opts = CompileOptions {
         f32_dot_passes: t.f32_dot_passes,
@@ -138,7 +156,7 @@ pub fn compile_file(
         ..CompileOptions::default()
     };
     let c = compiler::compile(&module, &arch, &opts)
-        .map_err(|e| user(e.render(&t.file.display().to_string())))?;
+        .map_err(|e| user(e.render(&file.display().to_string())))?;
     Ok((src, module, arch, c))
 }
 
@@ -644,6 +662,16 @@ fn conformance_case(
 
 /// `systole run`.
 pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
+    if let Some(topo) = &a.scalesim_topology {
+        return crate::scalesim::run(&a.t, topo, a.out.as_deref());
+    }
+    if a.out.is_some() {
+        return Err(user(
+            "-o OUT.csv is the per-layer table of --scalesim-topology (a run's report is --report)"
+                .into(),
+        ));
+    }
+    let file = a.t.file()?.to_path_buf();
     for p in a
         .report
         .iter()
@@ -719,10 +747,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     ) {
         Ok(x) => x,
         Err(ExecError::Check(e)) => {
-            eprintln!("{}: {e}", a.t.file.display());
+            eprintln!("{}: {e}", file.display());
             return Ok(Outcome::CheckFailed);
         }
-        Err(ExecError::User(e)) => return Err(user(format!("{}: {e}", a.t.file.display()))),
+        Err(ExecError::User(e)) => return Err(user(format!("{}: {e}", file.display()))),
     };
     let (r, sys, wall) = (ex.run, ex.system, ex.wall_seconds);
     let mut outcome = Outcome::Ok;
@@ -755,7 +783,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 } else {
                     hlo::eval::evaluate(&module, &args[0]).map(|v| vec![v])
                 }
-                .map_err(|e| user(format!("{}: evaluator: {e}", a.t.file.display())))?;
+                .map_err(|e| user(format!("{}: evaluator: {e}", file.display())))?;
                 (
                     v,
                     Check::Close,

@@ -16,6 +16,7 @@ mod cmd_sim;
 mod cmd_sweep;
 mod npy;
 mod op_cost;
+mod scalesim;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -53,7 +54,8 @@ enum Command {
     Conformance(cmd_eval::ConformanceArgs),
     /// Compile an HLO module for a chip: `compile FILE.hlo --arch A [-o PROG.bin] [--asm PROG.s]`.
     Compile(cmd_run::CompileArgs),
-    /// Compile an HLO module and run it on the simulated chip, checking its outputs against the evaluator.
+    /// Compile an HLO module and run it on the simulated chip, checking its outputs against the
+    /// evaluator; `run --scalesim-topology LAYERS.csv` runs a SCALE-Sim topology layer by layer.
     Run(cmd_run::RunArgs),
     /// Run a program on the simulator: `sim PROG.s|PROG.bin --arch A [--timing-only] [--trace T.json] [--stats]`.
     Sim(cmd_sim::SimArgs),
