@@ -906,7 +906,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             );
         }
     }
-    eprintln!("simulated in {wall:.3} s ({} events)", r.events);
+    eprintln!("simulated in {wall:.6} s ({} events)", r.events);
     if let Some(p) = &a.trace {
         let n = *dropped.lock().expect("trace sink");
         if n > 0 {
