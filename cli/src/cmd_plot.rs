@@ -40,6 +40,15 @@ pub enum Kind {
     Sweep,
 }
 
+/// What colours a timeline's slices.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColorBy {
+    /// The HLO instruction the slice comes from.
+    Op,
+    /// The ISA instruction (mnemonic) the unit executed.
+    Instruction,
+}
+
 /// `systole plot`.
 #[derive(Args)]
 pub struct PlotArgs {
@@ -70,6 +79,13 @@ pub struct PlotArgs {
     /// than 64 lanes).
     #[arg(long)]
     chip: Option<u32>,
+    /// timeline: colour slices by HLO op or by instruction (`mxu.matmul`, `dma.copy`, ...).
+    #[arg(long, value_enum, default_value_t = ColorBy::Op)]
+    color_by: ColorBy,
+    /// timeline: one lane per unit, overlapping slices drawn over each other (default: a
+    /// unit's overlapping slices on lanes of their own, `#1`, `#2`, ...).
+    #[arg(long)]
+    merge_lanes: bool,
     /// Picture size in pixels, `WIDTHxHEIGHT` (default depends on the kind).
     #[arg(long, value_name = "WxH")]
     size: Option<String>,
@@ -211,6 +227,10 @@ struct Timeline {
     /// `(lane, start, end, key)`: already merged to at most about one slice per pixel.
     slices: Vec<(usize, u64, u64, usize)>,
     keys: Vec<(String, RGBColor)>,
+    /// The legend's title.
+    key_title: &'static str,
+    /// Lanes where a new chip starts (a rule is drawn above them).
+    chip_starts: Vec<usize>,
     end: u64,
 }
 
@@ -609,7 +629,7 @@ fn roofline(a: &PlotArgs, v: &serde_json::Value) -> Result<Plot> {
             .clone()
             .unwrap_or_else(|| format!("Roofline per HLO op: {}", file_name(p))),
         subtitle: format!(
-            "{arch}: {} ops with FLOPs{}; FLOP/s = the op's FLOPs ÷ its span on the chip, intensity = FLOPs ÷ bytes of its operands and result; points above the HBM slope work on data already in VMEM",
+            "{arch}: {} op(s) with FLOPs{}; FLOP/s = the op's FLOPs ÷ its span on the chip, intensity = FLOPs ÷ bytes of its operands and result; points above the HBM slope work on data already in VMEM",
             points.len(),
             if skipped > 0 {
                 format!(" ({skipped} without FLOPs not shown)")
@@ -674,10 +694,11 @@ fn timeline(a: &PlotArgs, v: &serde_json::Value, plot_width: u32) -> Result<Plot
                 let tid = e["tid"].as_u64().ok_or_else(|| bad("no integer `tid`"))?;
                 let ts = e["ts"].as_u64().ok_or_else(|| bad("no integer `ts`"))?;
                 let dur = e["dur"].as_u64().ok_or_else(|| bad("no integer `dur`"))?;
-                let key = e["args"]["hlo"]
-                    .as_str()
-                    .or_else(|| e["name"].as_str())
-                    .unwrap_or("?");
+                let key = match a.color_by {
+                    ColorBy::Op => e["args"]["hlo"].as_str().or_else(|| e["name"].as_str()),
+                    ColorBy::Instruction => e["name"].as_str(),
+                }
+                .unwrap_or("?");
                 evs.push(Ev {
                     pid,
                     tid,
@@ -695,8 +716,21 @@ fn timeline(a: &PlotArgs, v: &serde_json::Value, plot_width: u32) -> Result<Plot
             p.display()
         )));
     }
-    let all_lanes: std::collections::BTreeSet<(u64, u64)> =
-        evs.iter().map(|e| (e.pid, e.tid)).collect();
+    // A lane: chip and track name (`core0.mxu0`, or `core0.mxu0 #1` for overlapping slices
+    // unless --merge-lanes folds them onto their unit's lane).
+    let lane_of = |pid: u64, tid: u64| -> (u64, String) {
+        let n = names
+            .get(&(pid, tid))
+            .cloned()
+            .unwrap_or_else(|| format!("thread {tid}"));
+        let n = match n.split_once(" #") {
+            Some((unit, _)) if a.merge_lanes => unit.to_string(),
+            _ => n,
+        };
+        (pid, n)
+    };
+    let all_lanes: std::collections::BTreeSet<(u64, String)> =
+        evs.iter().map(|e| lane_of(e.pid, e.tid)).collect();
     let n_chips = all_lanes
         .iter()
         .map(|l| l.0)
@@ -720,22 +754,15 @@ fn timeline(a: &PlotArgs, v: &serde_json::Value, plot_width: u32) -> Result<Plot
         }
         None => None,
     };
-    let mut lane_keys: Vec<(u64, u64)> = all_lanes
+    let mut lane_keys: Vec<(u64, String)> = all_lanes
         .into_iter()
         .filter(|l| chip.is_none_or(|c| l.0 == c))
         .collect();
     // Lanes in unit order (seq, mxu, vpu, dma, ...), overlap lanes (`#k`) after their unit.
-    let lane_name = |l: &(u64, u64)| -> String {
-        names
-            .get(l)
-            .cloned()
-            .unwrap_or_else(|| format!("thread {}", l.1))
-    };
     lane_keys.sort_by_key(|l| {
-        let n = lane_name(l);
-        let (unit, k) = match n.split_once(" #") {
+        let (unit, k) = match l.1.split_once(" #") {
             Some((u, k)) => (u.to_string(), k.parse::<u64>().unwrap_or(0)),
-            None => (n.clone(), 0),
+            None => (l.1.clone(), 0),
         };
         (l.0, unit_order(&unit), k)
     });
@@ -743,24 +770,29 @@ fn timeline(a: &PlotArgs, v: &serde_json::Value, plot_width: u32) -> Result<Plot
     let lanes: Vec<String> = lane_keys
         .iter()
         .map(|l| {
-            let n = lane_name(l);
             if show_chip {
                 let c = chips.get(&l.0).cloned().unwrap_or(format!("chip{}", l.0));
-                format!("{c} {n}")
+                format!("{c} {}", l.1)
             } else {
-                n
+                l.1.clone()
             }
         })
         .collect();
-    let index: BTreeMap<(u64, u64), usize> =
-        lane_keys.iter().enumerate().map(|(i, l)| (*l, i)).collect();
-    let evs: Vec<&Ev> = evs
+    let chip_starts: Vec<usize> = (1..lane_keys.len())
+        .filter(|&i| lane_keys[i].0 != lane_keys[i - 1].0)
+        .collect();
+    let index: BTreeMap<(u64, String), usize> = lane_keys
         .iter()
-        .filter(|e| index.contains_key(&(e.pid, e.tid)))
+        .enumerate()
+        .map(|(i, l)| (l.clone(), i))
+        .collect();
+    let evs: Vec<(usize, &Ev)> = evs
+        .iter()
+        .filter_map(|e| index.get(&lane_of(e.pid, e.tid)).map(|&i| (i, e)))
         .collect();
     // Colours: the 12 keys (HLO ops) with the most time; the rest grey.
     let mut time: BTreeMap<&str, u64> = BTreeMap::new();
-    for e in &evs {
+    for (_, e) in &evs {
         *time.entry(e.key).or_default() += e.dur;
     }
     let mut ranked: Vec<(&str, u64)> = time.into_iter().collect();
@@ -777,15 +809,30 @@ fn timeline(a: &PlotArgs, v: &serde_json::Value, plot_width: u32) -> Result<Plot
         .map(|(i, (k, _))| (k.to_string(), color(i)))
         .collect();
     if ranked.len() > shown {
-        keys.push((format!("{} other ops", ranked.len() - shown), GREY));
+        keys.push((
+            format!(
+                "{} other {}",
+                ranked.len() - shown,
+                match a.color_by {
+                    ColorBy::Op => "ops",
+                    ColorBy::Instruction => "instructions",
+                }
+            ),
+            GREY,
+        ));
     }
-    let end = evs.iter().map(|e| e.ts + e.dur).max().unwrap_or(1).max(1);
+    let end = evs
+        .iter()
+        .map(|e| e.1.ts + e.1.dur)
+        .max()
+        .unwrap_or(1)
+        .max(1);
     // Merge slices closer than a pixel on the same lane with the same colour (a picture of
     // 100k slices would be no clearer and the SVG far bigger).
     let px = (end as f64 / plot_width.max(1) as f64).max(1.0) as u64;
     let mut sorted: Vec<(usize, u64, u64, usize)> = evs
         .iter()
-        .map(|e| (index[&(e.pid, e.tid)], e.ts, e.ts + e.dur, key_index[e.key]))
+        .map(|&(lane, e)| (lane, e.ts, e.ts + e.dur, key_index[e.key]))
         .collect();
     sorted.sort();
     let mut slices: Vec<(usize, u64, u64, usize)> = Vec::new();
@@ -802,13 +849,27 @@ fn timeline(a: &PlotArgs, v: &serde_json::Value, plot_width: u32) -> Result<Plot
             .clone()
             .unwrap_or_else(|| format!("Timeline: {}", file_name(p))),
         subtitle: format!(
-            "{} slices on {} lanes, {end} cycles; colour = HLO op{note}",
+            "{} slices on {} lanes, {end} cycles; colour = {}{}{note}",
             evs.len(),
-            lanes.len()
+            lanes.len(),
+            match a.color_by {
+                ColorBy::Op => "HLO op",
+                ColorBy::Instruction => "instruction",
+            },
+            if a.merge_lanes {
+                "; a unit's overlapping slices share its lane"
+            } else {
+                ""
+            }
         ),
         lanes,
         slices,
         keys,
+        key_title: match a.color_by {
+            ColorBy::Op => "HLO op",
+            ColorBy::Instruction => "instruction",
+        },
+        chip_starts,
         end,
     }))
 }
@@ -1342,7 +1403,7 @@ fn draw_stacked<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Stacked) 
 
 fn draw_timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &Timeline) -> DResult<DB> {
     let body = header(root, &t.title, &t.subtitle)?;
-    let (plot_area, legend_area) = with_legend(&body, "HLO op", &t.keys)?;
+    let (plot_area, legend_area) = with_legend(&body, t.key_title, &t.keys)?;
     let label_w = widest(root, t.lanes.iter().cloned(), SMALL)? + 20;
     let n = t.lanes.len();
     let mut chart = ChartBuilder::on(&plot_area)
@@ -1379,7 +1440,15 @@ fn draw_timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &Timeline
     }))?;
     let labels: Vec<String> = t.lanes.iter().rev().cloned().collect();
     row_labels(root, &chart, &labels, 0.0, SMALL)?;
-    legend(&legend_area, "HLO op", &t.keys, (10, 20), false)
+    // A rule between chips.
+    chart.draw_series(t.chip_starts.iter().map(|&i| {
+        let y = (n - i) as f64;
+        PathElement::new(
+            vec![(0.0, y), (t.end as f64, y)],
+            RGBColor(0x88, 0x88, 0x88).stroke_width(1),
+        )
+    }))?;
+    legend(&legend_area, t.key_title, &t.keys, (10, 20), false)
 }
 
 fn draw_roofline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Roofline) -> DResult<DB> {

@@ -73,7 +73,12 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
 /// Renders `kind` from `input` as PNG and SVG; checks the PNG (signature, size, not blank) and
 /// returns the SVG text.
 fn render(kind: &str, input: &str, extra: &[&str]) -> String {
-    let png = p(&format!("{kind}.png"));
+    // One file name per kind and options: tests run in parallel.
+    let tag: String = format!("{kind}{}{}", input.len(), extra.concat())
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let png = p(&format!("{tag}.png"));
     let mut a = vec![input, "--kind", kind, "-o", &png];
     a.extend(extra);
     let (code, out, err) = plot(&a);
@@ -84,7 +89,7 @@ fn render(kind: &str, input: &str, extra: &[&str]) -> String {
     assert!(w >= 1000 && h >= 400, "{w}x{h}");
     // A picture with axes, bars and text compresses to tens of kB; a blank one to a few hundred bytes.
     assert!(bytes.len() > 20_000, "{kind}: PNG of {} bytes", bytes.len());
-    let svg = p(&format!("{kind}.svg"));
+    let svg = p(&format!("{tag}.svg"));
     let mut a = vec![input, "--kind", kind, "-o", &svg];
     a.extend(extra);
     let (code, _, err) = plot(&a);
@@ -106,6 +111,30 @@ fn timeline_draws_every_unit_lane_and_the_top_ops() {
     // The legend names the op with the most unit time (the report's first op).
     assert!(svg.contains("dot_general"), "no HLO op in the legend");
     assert!(svg.matches("<rect").count() > 100, "too few slices");
+}
+
+#[test]
+fn timeline_lanes_can_merge_and_colour_by_instruction() {
+    let (t, _, _) = inputs();
+    let split = render("timeline", t, &[]);
+    let merged = render(
+        "timeline",
+        t,
+        &["--merge-lanes", "--color-by", "instruction"],
+    );
+    assert!(
+        split.contains("\ncore0.mxu0 #1\n"),
+        "overlap lanes by default"
+    );
+    assert!(
+        !merged.contains(" #1\n"),
+        "--merge-lanes keeps one lane per unit"
+    );
+    assert!(merged.contains("\ncore0.mxu0\n"));
+    for i in ["mxu.matmul", "mxu.ldw", "dma.copy"] {
+        assert!(merged.contains(&format!("\n{i}\n")), "no {i} in the legend");
+    }
+    assert!(merged.contains("colour = instruction"));
 }
 
 #[test]
