@@ -1272,14 +1272,45 @@ fn legend<DB: DrawingBackend>(
                 RGBColor(0x88, 0x88, 0x88).stroke_width(1),
             ))?;
         }
+        let (aw, _) = area.dim_in_pixel();
+        let room = (aw as i32 - x - 40).max(60) as u32;
         area.draw(&Text::new(
-            name.clone(),
+            fit(area, name, room, SMALL)?,
             (x + if line { 30 } else { 22 }, y),
             text_style(SMALL),
         ))?;
         y += SMALL as i32 + 9;
     }
     Ok(())
+}
+
+/// `text`, shortened in the middle with `…` until it is at most `max` pixels wide at `size`.
+fn fit<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    text: &str,
+    max: u32,
+    size: u32,
+) -> Result<String, DrawingAreaErrorKind<DB::ErrorType>> {
+    let style = text_style(size);
+    if root.estimate_text_size(text, &style)?.0 <= max {
+        return Ok(text.to_string());
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut keep = chars.len();
+    while keep > 2 {
+        keep -= 1;
+        let head = keep.div_ceil(2);
+        let tail = keep - head;
+        let cand: String = chars[..head]
+            .iter()
+            .chain(std::iter::once(&'…'))
+            .chain(&chars[chars.len() - tail..])
+            .collect();
+        if root.estimate_text_size(&cand, &style)?.0 <= max {
+            return Ok(cand);
+        }
+    }
+    Ok("…".into())
 }
 
 /// The width in pixels of the widest of `labels` at `size`.
@@ -1308,7 +1339,7 @@ fn with_legend<DB: DrawingBackend>(
         LABEL,
     )?) + 60;
     let (aw, _) = area.dim_in_pixel();
-    let w = w.min(aw / 2);
+    let w = w.min(aw * 3 / 10);
     Ok(area.split_horizontally(aw - w))
 }
 
@@ -1333,9 +1364,14 @@ fn row_labels<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
     let style = text_style(size).pos(Pos::new(HPos::Right, VPos::Center));
     let area = chart.plotting_area();
     let (ox, oy) = (root.get_base_pixel().0, root.get_base_pixel().1);
+    let room = (area.get_pixel_range().0.start - ox - 12).max(40) as u32;
     for (i, l) in labels.iter().enumerate() {
         let (px, py) = area.map_coordinate(&(x0, i as f64 + 0.5));
-        root.draw(&Text::new(l.clone(), (px - ox - 8, py - oy), style.clone()))?;
+        root.draw(&Text::new(
+            fit(root, l, room, size)?,
+            (px - ox - 8, py - oy),
+            style.clone(),
+        ))?;
     }
     Ok(())
 }
@@ -1343,7 +1379,8 @@ fn row_labels<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
 fn draw_stacked<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Stacked) -> DResult<DB> {
     let body = header(root, &s.title, &s.subtitle)?;
     let (plot_area, legend_area) = with_legend(&body, "", &s.parts)?;
-    let label_w = widest(root, s.bars.iter().map(|b| b.0.clone()), LABEL)? + 20;
+    let label_w = (widest(root, s.bars.iter().map(|b| b.0.clone()), LABEL)? + 20)
+        .min(root.dim_in_pixel().0 * 2 / 5);
     let n = s.bars.len();
     let mut chart = ChartBuilder::on(&plot_area)
         .margin(10)
@@ -1404,7 +1441,8 @@ fn draw_stacked<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Stacked) 
 fn draw_timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &Timeline) -> DResult<DB> {
     let body = header(root, &t.title, &t.subtitle)?;
     let (plot_area, legend_area) = with_legend(&body, t.key_title, &t.keys)?;
-    let label_w = widest(root, t.lanes.iter().cloned(), SMALL)? + 20;
+    let label_w =
+        (widest(root, t.lanes.iter().cloned(), SMALL)? + 20).min(root.dim_in_pixel().0 * 2 / 5);
     let n = t.lanes.len();
     let mut chart = ChartBuilder::on(&plot_area)
         .margin(10)
@@ -1698,13 +1736,21 @@ fn draw_sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &SweepPlot) 
                     .iter()
                     .map(|t| area.map_coordinate(&(t.0, y0)))
                     .collect();
+                // Each label no wider than the space to its neighbours.
+                let gap = pts
+                    .windows(2)
+                    .map(|w| (w[1].0 - w[0].0).unsigned_abs())
+                    .min()
+                    .unwrap_or(400)
+                    .saturating_sub(12)
+                    .max(30);
                 for ((px, py), t) in pts.into_iter().zip(ticks.iter()) {
                     root.draw(&PathElement::new(
                         vec![(px - ox, py - oy), (px - ox, py - oy + 5)],
                         DARK,
                     ))?;
                     root.draw(&Text::new(
-                        t.1.clone(),
+                        fit(root, &t.1, gap, LABEL)?,
                         (px - ox, py - oy + 9),
                         text_style(LABEL).pos(Pos::new(HPos::Center, VPos::Top)),
                     ))?;

@@ -197,6 +197,40 @@ fn sweep_draws_one_line_per_other_parameter_from_csv_and_json() {
 }
 
 #[test]
+fn sweep_of_long_text_values_is_categorical_with_shortened_labels() {
+    // A sweep over whole JSON objects (quoted CSV fields), one point failed.
+    let csv = p("objects.csv");
+    let long = |n: u32| {
+        format!("\"{{\"\"count\"\":{n},\"\"rows\"\":128,\"\"cols\"\":128,\"\"acc_rows\"\":2048,\"\"dtype\"\":\"\"bf16\"\",\"\"dataflow\"\":\"\"weight_stationary\"\"}}\"")
+    };
+    let text = format!(
+        "point,mxu,hbm.gbps,status,cycles,seconds,mxu_utilization,tflop_per_s,busiest_unit,busiest_fraction,error\n\
+         0/4,{a},300,ok,8000,1e-5,0.5,10,chip0.core0.dma,0.9,\n\
+         1/4,{a},1200,ok,5000,1e-5,0.5,10,chip0.core0.dma,0.9,\n\
+         2/4,{b},300,ok,7000,1e-5,0.5,10,chip0.core0.dma,0.9,\n\
+         3/4,{b},1200,error,,,,,,,\"does not fit, really\"\n",
+        a = long(1),
+        b = long(2)
+    );
+    std::fs::write(&csv, text).unwrap();
+    let svg = render("sweep", &csv, &[]);
+    assert!(
+        svg.contains("3 points (1 with an error not shown)"),
+        "subtitle"
+    );
+    // Tick labels are the values themselves, shortened in the middle to fit.
+    // (SVG escapes the quotes.)
+    assert!(svg.contains("{&quot;count&quot;:1,"), "no category label");
+    assert!(svg.contains('…'), "long labels are not shortened");
+    let (code, _, err) = plot(&[&csv, "--kind", "sweep", "--log-x", "-o", &p("o.png")]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--log-x: `mxu` has values that are not positive numbers"),
+        "{err}"
+    );
+}
+
+#[test]
 fn the_same_input_gives_the_same_bytes() {
     let (_, r, _) = inputs();
     let a = p("det-a.png");
