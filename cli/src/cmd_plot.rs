@@ -270,9 +270,21 @@ enum Plot {
 // ------------------------------------------------------------------------------------------
 // Reading the inputs.
 
+/// Reads a text input within the memory budget; `parsed` is how many times its size the
+/// parsed form may take (JSON values are several times their text).
+fn read_input(p: &Path, parsed: u64) -> Result<String> {
+    let text = crate::bounded::read_text(p)?;
+    crate::bounded::budget()
+        .memory(
+            format_args!("parsing {}", p.display()),
+            (text.len() as u64).checked_mul(parsed),
+        )
+        .map_err(|e| crate::bounded::over(&p.display().to_string(), e))?;
+    Ok(text)
+}
+
 fn read_json(p: &Path) -> Result<serde_json::Value> {
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| user(format!("{}: cannot read: {e}", p.display())))?;
+    let text = read_input(p, 10)?;
     serde_json::from_str(&text).map_err(|e| {
         user(format!(
             "{}:{}:{}: not JSON: {e}",
@@ -900,8 +912,7 @@ fn csv_fields(line: &str) -> Vec<String> {
 }
 
 fn sweep_table(p: &Path) -> Result<Table> {
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| user(format!("{}: cannot read: {e}", p.display())))?;
+    let text = read_input(p, 10)?;
     if text.trim_start().starts_with('[') || text.trim_start().starts_with('{') {
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             user(format!(
