@@ -75,8 +75,8 @@ pub struct PlotArgs {
     /// ops, roofline: how many ops to show (ops) or label (roofline).
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=200))]
     top: u32,
-    /// timeline: only this chip's units (default: every chip, or chip 0 when there are more
-    /// than 64 lanes).
+    /// timeline, utilization: only this chip's units (default: every chip, or chip 0 when
+    /// there are more than 64 lanes or units).
     #[arg(long)]
     chip: Option<u32>,
     /// timeline: colour slices by HLO op or by instruction (`mxu.matmul`, `dma.copy`, ...).
@@ -365,15 +365,47 @@ fn utilization(a: &PlotArgs, v: &serde_json::Value) -> Result<Plot> {
     reasons.sort_by_key(|r| reason_rank(r));
     let chips: std::collections::BTreeSet<&str> =
         units.iter().filter_map(|u| u.split('.').next()).collect();
+    // Units that never worked nor waited are left out (counted in the subtitle).
+    let used = |u: &&str| {
+        val(&format!("{u}.busy_cycles")).unwrap_or(0.0) > 0.0
+            || val(&format!("{u}.stall_cycles")).unwrap_or(0.0) > 0.0
+    };
+    let all_units = units.clone();
+    units.retain(used);
+    // A pod: one chip's units when they would not fit a picture (--chip picks which).
+    let mut note = String::new();
+    let only: Option<String> = match a.chip {
+        Some(c) => {
+            let name = format!("chip{c}");
+            if !chips.contains(name.as_str()) {
+                return Err(user(format!(
+                    "{}: --chip {c}: the report has no units of chip {c} ({} chip(s))",
+                    p.display(),
+                    chips.len()
+                )));
+            }
+            Some(name)
+        }
+        None if units.len() > 64 && chips.len() > 1 => {
+            note = format!("; chip 0 of {} (--chip K for another)", chips.len());
+            Some("chip0".to_string())
+        }
+        None => None,
+    };
+    let shown_chip = |u: &&str| {
+        only.as_deref()
+            .is_none_or(|c| u.split('.').next() == Some(c))
+    };
+    units.retain(shown_chip);
+    let hidden = all_units
+        .iter()
+        .filter(|u| shown_chip(u) && !used(u))
+        .count();
+    let one_chip = chips.len() == 1 || only.is_some();
     let mut bars = Vec::new();
-    let mut hidden = 0;
     for u in &units {
         let busy = val(&format!("{u}.busy_cycles")).unwrap_or(0.0);
         let stall = val(&format!("{u}.stall_cycles")).unwrap_or(0.0);
-        if busy == 0.0 && stall == 0.0 {
-            hidden += 1;
-            continue;
-        }
         let mut parts = vec![busy];
         let mut by_reason = 0.0;
         for r in &reasons {
@@ -386,7 +418,7 @@ fn utilization(a: &PlotArgs, v: &serde_json::Value) -> Result<Plot> {
         parts.push(other);
         let idle = val(&format!("{u}.idle_cycles")).unwrap_or((cycles - busy - stall).max(0.0));
         parts.push(idle);
-        let label = if chips.len() == 1 {
+        let label = if one_chip {
             u.split_once('.').map_or(*u, |x| x.1).to_string()
         } else {
             u.to_string()
@@ -426,7 +458,7 @@ fn utilization(a: &PlotArgs, v: &serde_json::Value) -> Result<Plot> {
             .clone()
             .unwrap_or_else(|| format!("Unit utilization: {}", file_name(p))),
         subtitle: format!(
-            "{arch}, {} cycles; share of the run's cycles per unit{}",
+            "{arch}, {} cycles; share of the run's cycles per unit{}{note}",
             cycles as u64,
             if hidden > 0 {
                 format!(" ({hidden} units never used are not shown)")
@@ -706,6 +738,10 @@ fn timeline(a: &PlotArgs, v: &serde_json::Value, plot_width: u32) -> Result<Plot
                 let tid = e["tid"].as_u64().ok_or_else(|| bad("no integer `tid`"))?;
                 let ts = e["ts"].as_u64().ok_or_else(|| bad("no integer `ts`"))?;
                 let dur = e["dur"].as_u64().ok_or_else(|| bad("no integer `dur`"))?;
+                if dur == 0 {
+                    // Nothing to draw (and no lane to open for it).
+                    continue;
+                }
                 let key = match a.color_by {
                     ColorBy::Op => e["args"]["hlo"].as_str().or_else(|| e["name"].as_str()),
                     ColorBy::Instruction => e["name"].as_str(),

@@ -74,7 +74,7 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
 /// returns the SVG text.
 fn render(kind: &str, input: &str, extra: &[&str]) -> String {
     // One file name per kind and options: tests run in parallel.
-    let tag: String = format!("{kind}{}{}", input.len(), extra.concat())
+    let tag: String = format!("{kind}{}{}", input, extra.concat())
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
@@ -135,6 +135,49 @@ fn timeline_lanes_can_merge_and_colour_by_instruction() {
         assert!(merged.contains(&format!("\n{i}\n")), "no {i} in the legend");
     }
     assert!(merged.contains("colour = instruction"));
+}
+
+#[test]
+fn a_pods_chips_are_drawn_together_or_one_by_one() {
+    let (t, r) = (p("pod_t.json"), p("pod_r.json"));
+    let o = systole(&[
+        "run",
+        "tests/golden/compiler/pod_collectives_torus_2x2.hlo",
+        "--timing-only",
+        "--trace",
+        &t,
+        "--report",
+        &r,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", out_err(&o).1);
+    let all = render("utilization", &r, &[]);
+    assert!(all.contains("\nchip3.core0.ici\n"), "every chip's units");
+    let one = render("utilization", &r, &["--chip", "2"]);
+    assert!(
+        one.contains("\ncore0.ici\n") && !one.contains("chip3"),
+        "chip 2 only"
+    );
+    let tl = render("timeline", &t, &["--chip", "1"]);
+    assert!(
+        tl.contains("\ncore0.ici\n") && !tl.contains("chip0 "),
+        "chip 1 only"
+    );
+    let tl = render("timeline", &t, &[]);
+    assert!(tl.contains("\nchip3 core0.ici\n"), "every chip's lanes");
+    let (code, _, err) = plot(&[
+        &r,
+        "--kind",
+        "utilization",
+        "--chip",
+        "9",
+        "-o",
+        &p("x.png"),
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--chip 9: the report has no units of chip 9 (4 chip(s))"),
+        "{err}"
+    );
 }
 
 #[test]
