@@ -59,3 +59,6 @@ np.save(out / "mlp_x_f64.npy", x.astype(np.float64))
 # (1.00390625 is halfway between bf16 1 and 1.0078125: to 1; 1.01171875 halfway between
 # 1.0078125 and 1.015625: to 1.015625).
 np.save(out / "bf16_as_f32.npy", np.array([[1.00390625, 1.01171875], [-2.5, 300.0]], np.float32))
+# tests/conformance/pmap_psum_in_while (4 replicas, parameter `shard_map.2`): one argument for
+# every replica, named by the parameter's name without HLO's `.2`.
+np.savez(out / "pmap_args.npz", shard_map=np.array([[4.0, 3.0, 4.0]], np.float32))

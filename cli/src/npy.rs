@@ -1,7 +1,8 @@
 //! NumPy data for `run`/`eval`: `--inputs A.npy,B.npy,...` (one file per parameter, in order;
 //! `--inputs` may also repeat)
-//! or `--inputs ARGS.npz` (arrays named like the parameters, or `arr_0`, `arr_1`, ... by
-//! position, as `np.savez(f, *args)` names them), and `--outputs OUT.npz` for the results.
+//! or `--inputs ARGS.npz` (arrays named like the parameters — `x` for `x.1` too, HLO's
+//! numbering left off — or `arr_0`, `arr_1`, ... by position, as `np.savez(f, *args)` names
+//! them), and `--outputs OUT.npz` for the results.
 //!
 //! Element types: a parameter of type `f32`, `f64`, `f16`, `s8`..`s64`, `u8`..`u64` or `pred`
 //! takes the NumPy array of exactly that type (`<f4`, `<f8`, `<f2`, `|i1`..`<i8`, `|u1`..`<u8`,
@@ -142,17 +143,26 @@ pub fn read_npz_args(file: &Path, module: &hlo::Module) -> Result<Vec<Literal>> 
         .collect();
     let mut used = vec![false; names.len()];
     let mut args = Vec::new();
+    // `x` also names parameter `x.1` (HLO numbers its names) when no other parameter is `x.N`.
+    let stem = |n: &str| n.split('.').next().unwrap_or(n).to_string();
     for (i, (name, shape)) in params.iter().enumerate() {
-        let pos = format!("arr_{i}");
-        let Some(k) = names
+        let mut keys = vec![name.clone()];
+        let st = stem(name);
+        if st != *name && !st.is_empty() && params.iter().filter(|p| stem(&p.0) == st).count() == 1
+        {
+            keys.push(st);
+        }
+        keys.push(format!("arr_{i}"));
+        let Some(k) = keys
             .iter()
-            .position(|n| n == name)
-            .or_else(|| names.iter().position(|n| *n == pos))
+            .find_map(|key| names.iter().position(|n| n == key))
         else {
+            let looked: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
             return Err(user(format!(
-                "{}: no array for {} (looked for `{name}` and `{pos}`; the archive has: {})",
+                "{}: no array for {} (looked for {}; the archive has: {})",
                 file.display(),
                 param_label(i, name, shape),
+                looked.join(", "),
                 if names.is_empty() {
                     "no arrays".to_string()
                 } else {

@@ -257,6 +257,41 @@ fn run_on_the_chip_from_npy_and_compressed_npz() {
     assert!(!full.contains("elements): min"), "{full}");
 }
 
+/// Several replicas: every one gets the NumPy arguments, found by the parameter's name without
+/// HLO's numbering (`shard_map` for `shard_map.2`); results `replicaR_out`.
+#[test]
+fn replicas_share_npy_arguments_and_write_one_output_each() {
+    let out = tmp("replicas.npz");
+    let text = ok(&[
+        "eval",
+        "tests/conformance/pmap_psum_in_while/module.hlo",
+        "--inputs",
+        &data("pmap_args.npz"),
+        "--outputs",
+        &out,
+    ]);
+    assert!(text.contains("replica 3:"), "{text}");
+    let got = read_npz(&out);
+    let keys: Vec<&str> = got.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "replica0_out",
+            "replica1_out",
+            "replica2_out",
+            "replica3_out"
+        ]
+    );
+    for v in got.values() {
+        assert_eq!(
+            (v.descr.as_str(), v.shape.as_slice()),
+            ("<f4", &[1u64, 3][..])
+        );
+        // The same arguments everywhere: the same results everywhere.
+        assert_eq!(v.data, got["replica0_out"].data);
+    }
+}
+
 #[test]
 fn npy_errors_name_the_file_and_the_parameter() {
     let hlo = data("mlp.hlo");
@@ -292,7 +327,7 @@ fn npy_errors_name_the_file_and_the_parameter() {
     );
     fails(
         &["eval", &hlo, "--inputs", &data("types_args.npz")],
-        "no array for parameter 0 `x` (f32[32,64]) (looked for `x` and `arr_0`",
+        "no array for parameter 0 `x` (f32[32,64]) (looked for `x`, `arr_0`",
     );
     fails(
         &[
