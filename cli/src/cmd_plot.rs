@@ -1602,12 +1602,9 @@ fn draw_roofline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Roofline
         (rx - ox, ry - oy + 8),
         text_style(SMALL).pos(Pos::new(HPos::Center, VPos::Top)),
     ))?;
-    // The bandwidth label along the slope, a little above its lower end.
+    // The bandwidth label above the middle of the slope (log scale), left of it.
     let bx = (start.0 * ridge).sqrt();
     let (lx, ly) = area.map_coordinate(&(bx, r.bw * bx));
-    let (sx, sy) = area.map_coordinate(&start);
-    let angle = ((ly - sy) as f64).atan2((lx - sx) as f64).to_degrees();
-    let _ = angle;
     root.draw(&Text::new(
         format!("HBM {}", si_unit(r.bw, "B/s")),
         (lx - ox - 10, ly - oy - 10),
@@ -1617,7 +1614,6 @@ fn draw_roofline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Roofline
         .vpu_peak
         .filter(|v| *v > y0 && *v < y1)
         .map(|v| (v, area.map_coordinate(&(x1, v))));
-    let _ = area;
     if let Some((v, (vx, vy))) = vpu {
         chart.draw_series(DashedLineSeries::new(
             vec![((v / r.bw).max(x0), v), (x1, v)],
