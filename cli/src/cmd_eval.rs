@@ -20,9 +20,17 @@ use std::path::{Path, PathBuf};
 pub struct EvalArgs {
     /// HLO text file.
     pub file: PathBuf,
-    /// Arguments (and infeed/host_recv queues) from a case.json or case folder.
-    #[arg(long, conflicts_with = "random")]
-    pub inputs: Option<PathBuf>,
+    /// Arguments: a case.json or case folder (with its infeed/host_recv queues), one `.npy`
+    /// per parameter in order (`--inputs A.npy,B.npy` or `--inputs A.npy --inputs B.npy`), or
+    /// one `.npz` (arrays named like the parameters, or arr_0, arr_1, ...); NumPy arguments go
+    /// to every replica.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "CASE.json|A.npy,B.npy,...|ARGS.npz",
+        conflicts_with = "random"
+    )]
+    pub inputs: Vec<PathBuf>,
     /// Random arguments from this seed (default: 0).
     #[arg(long)]
     pub random: Option<u64>,
@@ -32,6 +40,12 @@ pub struct EvalArgs {
     /// Also write outputs (and outfeed/host_send) as corpus-format JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Write the results as an `.npz` (`out`, or `out_0`, `out_1`, ... for a tuple).
+    #[arg(long, value_name = "OUT.npz")]
+    pub outputs: Option<PathBuf>,
+    /// Print every output element (default: a summary of large outputs).
+    #[arg(long)]
+    pub full: bool,
 }
 
 #[derive(Args)]
@@ -128,13 +142,38 @@ pub(crate) fn load_case_file(
     Ok((file, case))
 }
 
-/// Per-replica inputs: from a case file/folder, or random.
+/// The same NumPy arguments for every replica.
+fn npy_replicas(
+    a: &EvalArgs,
+    module: &hlo::Module,
+    args: Vec<Literal>,
+) -> anyhow::Result<Vec<ReplicaInput>> {
+    let n = a.replicas.unwrap_or(module.num_devices());
+    check_replicas(n, &a.file)?;
+    Ok((0..n)
+        .map(|_| ReplicaInput {
+            args: args.clone(),
+            io: HostIo::default(),
+        })
+        .collect())
+}
+
+/// Per-replica inputs: from a case file/folder, NumPy files, or random.
 fn replica_inputs(
     a: &EvalArgs,
     module: &hlo::Module,
     module_text: &str,
 ) -> anyhow::Result<Vec<ReplicaInput>> {
-    if let Some(p) = &a.inputs {
+    if !a.inputs.is_empty() {
+        let p = match crate::npy::classify(&a.inputs)? {
+            crate::npy::InputFiles::Npy(files) => {
+                return npy_replicas(a, module, crate::npy::read_npy_args(files, module)?)
+            }
+            crate::npy::InputFiles::Npz(file) => {
+                return npy_replicas(a, module, crate::npy::read_npz_args(file, module)?)
+            }
+            crate::npy::InputFiles::Case(p) => p,
+        };
         let (file, case) = load_case_file(p, module_text)?;
         let n = a.replicas.unwrap_or(case.devices());
         check_replicas(n, &file)?;
@@ -273,8 +312,17 @@ fn eval_options() -> EvalOptions {
 
 /// `systole eval`.
 pub fn eval(a: EvalArgs) -> anyhow::Result<Outcome> {
-    if let Some(p) = &a.json {
+    for p in a.json.iter().chain(a.outputs.iter()) {
         crate::bounded::check_output(p)?;
+    }
+    if let Some(p) = &a.outputs {
+        if p.extension().and_then(|e| e.to_str()) != Some("npz") {
+            return Err(UserError(format!(
+                "--outputs {}: the file must end in .npz",
+                p.display()
+            ))
+            .into());
+        }
     }
     let (src, module) = load_verified(&a.file)?;
     let inputs = replica_inputs(&a, &module, &src)?;
@@ -292,13 +340,17 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<Outcome> {
         if n > 1 {
             println!("replica {r}:");
         }
-        println!("{}", hlo::print_literal(value));
+        println!("{}", crate::cmd_run::summary(value, a.full));
         for (i, v) in io.outfeed.iter().enumerate() {
             println!("outfeed[{i}]: {}", hlo::print_literal(v));
         }
         for (ch, v) in &io.host_send {
             println!("host_send channel {ch}: {}", hlo::print_literal(v));
         }
+    }
+    if let Some(p) = &a.outputs {
+        let values: Vec<Literal> = results.iter().map(|(v, _)| v.clone()).collect();
+        crate::npy::write_outputs(p, &values)?;
     }
     if let Some(path) = &a.json {
         let j = serde_json::json!({

@@ -29,8 +29,8 @@ fn user(msg: String) -> anyhow::Error {
 /// Options shared by `compile` and `run`.
 #[derive(Args, Clone)]
 pub struct TargetArgs {
-    /// HLO text file.
-    pub file: PathBuf,
+    /// HLO text file (`run --scalesim-topology` takes a topology instead).
+    pub file: Option<PathBuf>,
     /// Architecture preset or JSON file.
     #[arg(long, default_value = "tpu-v4")]
     pub arch: String,
@@ -46,6 +46,15 @@ pub struct TargetArgs {
     /// pod: fast for big pods; timing only).
     #[arg(long, value_enum, default_value_t = IciBackend::Detailed)]
     pub ici: IciBackend,
+}
+
+impl TargetArgs {
+    /// The HLO file (clap cannot require it only for `run` without `--scalesim-topology`).
+    pub fn file(&self) -> anyhow::Result<&Path> {
+        self.file
+            .as_deref()
+            .ok_or_else(|| user("error: the HLO file is required (FILE.hlo)".into()))
+    }
 }
 
 /// See [`TargetArgs::ici`].
@@ -73,10 +82,21 @@ pub struct CompileArgs {
 pub struct RunArgs {
     #[command(flatten)]
     t: TargetArgs,
-    /// Arguments from a case.json or case folder (one input list per replica; a multi-replica
-    /// module runs one chip per replica).
-    #[arg(long, conflicts_with = "random")]
-    inputs: Option<PathBuf>,
+    /// Arguments: a case.json or case folder (one input list per replica; a multi-replica
+    /// module runs one chip per replica), one `.npy` per parameter in order
+    /// (`--inputs A.npy,B.npy` or `--inputs A.npy --inputs B.npy`), or one `.npz`
+    /// (arrays named like the parameters, or arr_0, arr_1, ...); NumPy arguments go to every
+    /// replica.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "CASE.json|A.npy,B.npy,...|ARGS.npz",
+        conflicts_with = "random"
+    )]
+    inputs: Vec<PathBuf>,
+    /// Write the chip's results as an `.npz` (`out`, or `out_0`, `out_1`, ... for a tuple).
+    #[arg(long, value_name = "OUT.npz")]
+    outputs: Option<PathBuf>,
     /// Random arguments from this seed (default 0), as `systole eval` makes them.
     #[arg(long)]
     random: Option<u64>,
@@ -107,6 +127,14 @@ pub struct RunArgs {
     /// generated RTL and compare every result row and its cycle with the simulator's model.
     #[arg(long)]
     rtl_check: bool,
+    /// Instead of FILE.hlo: every layer of a SCALE-Sim topology CSV (convolution or GEMM
+    /// format) built as HLO, compiled and simulated timing-only, beside SCALE-Sim's
+    /// weight-stationary fold formula (docs/exploring.md).
+    #[arg(long, value_name = "LAYERS.csv", conflicts_with_all = ["inputs", "random", "trace", "report", "outputs", "rtl_check"])]
+    scalesim_topology: Option<PathBuf>,
+    /// With --scalesim-topology: also write the per-layer table as CSV.
+    #[arg(short = 'o', value_name = "OUT.csv")]
+    out: Option<PathBuf>,
 }
 
 /// Parses, verifies and compiles; errors rendered as FILE:LINE:COL.
@@ -119,7 +147,8 @@ pub fn compile_file(
             t.f32_dot_passes
         )));
     }
-    let (src, module) = load_verified(&t.file)?;
+    let file = t.file()?;
+    let (src, module) = load_verified(file)?;
     let arch = arch::ArchConfig::resolve(&t.arch, &t.sets).map_err(|e| user(e.to_string()))?;
     let opts = CompileOptions {
         f32_dot_passes: t.f32_dot_passes,
@@ -127,7 +156,7 @@ pub fn compile_file(
         ..CompileOptions::default()
     };
     let c = compiler::compile(&module, &arch, &opts)
-        .map_err(|e| user(e.render(&t.file.display().to_string())))?;
+        .map_err(|e| user(e.render(&file.display().to_string())))?;
     Ok((src, module, arch, c))
 }
 
@@ -237,7 +266,18 @@ fn inputs_for(
     src: &str,
 ) -> anyhow::Result<(Vec<Vec<Literal>>, Option<Expected>)> {
     let replicas = module.num_devices();
-    if let Some(p) = &a.inputs {
+    if !a.inputs.is_empty() {
+        let p = match crate::npy::classify(&a.inputs)? {
+            crate::npy::InputFiles::Npy(files) => {
+                let args = crate::npy::read_npy_args(files, module)?;
+                return Ok((vec![args; replicas], None));
+            }
+            crate::npy::InputFiles::Npz(file) => {
+                let args = crate::npy::read_npz_args(file, module)?;
+                return Ok((vec![args; replicas], None));
+            }
+            crate::npy::InputFiles::Case(p) => p,
+        };
         let (file, case) = crate::cmd_eval::load_case_file(p, src)?;
         if case.inputs.is_empty() {
             return Err(user(format!("{}: the case has no inputs", file.display())));
@@ -272,13 +312,125 @@ pub fn random_args(module: &hlo::Module, seed: u64) -> anyhow::Result<Vec<Vec<Li
         .collect()
 }
 
-fn summary(l: &Literal, full: bool) -> String {
-    let text = hlo::print_literal(l);
-    if full || text.len() <= 2000 {
-        return text;
+/// Elements up to which an array prints whole.
+const SMALL_ARRAY: usize = 64;
+
+/// An output for stdout: whole if `full` or small, else per array its shape, min/max/mean and
+/// first elements (a tuple summarizes each element).
+pub(crate) fn summary(l: &Literal, full: bool) -> String {
+    fn count(l: &Literal) -> usize {
+        match l {
+            Literal::Array(a) => a.data.len(),
+            Literal::Tuple(t) => t.iter().map(count).sum(),
+            Literal::Token => 0,
+        }
     }
-    let head: String = text.chars().take(600).collect();
-    format!("{head} ... ({} characters; --full prints all)", text.len())
+    if full || count(l) <= SMALL_ARRAY {
+        return hlo::print_literal(l);
+    }
+    let mut out = String::new();
+    summarize(l, &mut out);
+    out + "\n(--full prints every element)"
+}
+
+fn summarize(l: &Literal, out: &mut String) {
+    match l {
+        Literal::Tuple(t) => {
+            out.push('(');
+            for (i, x) in t.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(",\n ");
+                }
+                summarize(x, out);
+            }
+            out.push(')');
+        }
+        Literal::Token => out.push_str("token"),
+        Literal::Array(a) if a.data.len() <= SMALL_ARRAY => {
+            out.push_str(&hlo::print_literal(l));
+        }
+        Literal::Array(a) => {
+            let n = a.data.len();
+            let dims: Vec<String> = a.dims.iter().map(|d| d.to_string()).collect();
+            out.push_str(&format!(
+                "{}[{}] ({n} elements): ",
+                a.data.element_type().name(),
+                dims.join(",")
+            ));
+            let vals = (0..n).map(|i| as_f64(&a.data, i));
+            if let hlo::ArrayData::Pred(v) = &a.data {
+                out.push_str(&format!(
+                    "{} true, {} false",
+                    v.iter().filter(|b| **b).count(),
+                    v.iter().filter(|b| !**b).count()
+                ));
+            } else if !matches!(
+                a.data,
+                hlo::ArrayData::C64(_) | hlo::ArrayData::C128(_) | hlo::ArrayData::Raw(..)
+            ) {
+                let (mut lo, mut hi, mut sum, mut nan) =
+                    (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0usize);
+                for v in vals {
+                    if v.is_nan() {
+                        nan += 1;
+                        continue;
+                    }
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                    sum += v;
+                }
+                let finite = n - nan;
+                out.push_str(&format!(
+                    "min {}, max {}, mean {}",
+                    short(lo),
+                    short(hi),
+                    short(sum / finite.max(1) as f64)
+                ));
+                if nan > 0 {
+                    out.push_str(&format!(", {nan} NaN"));
+                }
+            }
+            let first: Vec<String> = (0..n.min(8)).map(|i| element_text(&a.data, i)).collect();
+            out.push_str(&format!(
+                "; first {}: {}, ...",
+                first.len(),
+                first.join(", ")
+            ));
+        }
+    }
+}
+
+/// Six significant digits.
+fn short(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let s = format!("{v:.6e}");
+    let parsed: f64 = s.parse().unwrap_or(v);
+    format!("{parsed}")
+}
+
+/// One element as its own type prints it.
+fn element_text(d: &hlo::ArrayData, i: usize) -> String {
+    use hlo::ArrayData as D;
+    match d {
+        D::Pred(v) => v[i].to_string(),
+        D::S8(v) => v[i].to_string(),
+        D::S16(v) => v[i].to_string(),
+        D::S32(v) => v[i].to_string(),
+        D::S64(v) => v[i].to_string(),
+        D::U8(v) => v[i].to_string(),
+        D::U16(v) => v[i].to_string(),
+        D::U32(v) => v[i].to_string(),
+        D::U64(v) => v[i].to_string(),
+        D::F16(v) => v[i].to_string(),
+        D::BF16(v) => v[i].to_string(),
+        D::F32(v) => v[i].to_string(),
+        D::F64(v) => v[i].to_string(),
+        D::C64(v) => format!("({}, {})", v[i].re, v[i].im),
+        D::C128(v) => format!("({}, {})", v[i].re, v[i].im),
+        D::Raw(_, v) => format!("0x{:02x}", v[i]),
+    }
 }
 
 /// Why a compiled run did not finish.
@@ -510,8 +662,36 @@ fn conformance_case(
 
 /// `systole run`.
 pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
-    for p in a.report.iter().chain(a.trace.iter()) {
+    if let Some(topo) = &a.scalesim_topology {
+        return crate::scalesim::run(&a.t, topo, a.out.as_deref());
+    }
+    if a.out.is_some() {
+        return Err(user(
+            "-o OUT.csv is the per-layer table of --scalesim-topology (a run's report is --report)"
+                .into(),
+        ));
+    }
+    let file = a.t.file()?.to_path_buf();
+    for p in a
+        .report
+        .iter()
+        .chain(a.trace.iter())
+        .chain(a.outputs.iter())
+    {
         crate::bounded::check_output(p)?;
+    }
+    if let Some(p) = &a.outputs {
+        if p.extension().and_then(|e| e.to_str()) != Some("npz") {
+            return Err(user(format!(
+                "--outputs {}: the file must end in .npz",
+                p.display()
+            )));
+        }
+        if a.timing_only || a.t.ici == IciBackend::Analytic {
+            return Err(user(
+                "--outputs needs a functional run (not --timing-only or --ici analytic)".into(),
+            ));
+        }
     }
     let (src, module, arch, c) = compile_file(&a.t)?;
     // The analytic backend is timing only (no data moves between chips).
@@ -567,10 +747,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     ) {
         Ok(x) => x,
         Err(ExecError::Check(e)) => {
-            eprintln!("{}: {e}", a.t.file.display());
+            eprintln!("{}: {e}", file.display());
             return Ok(Outcome::CheckFailed);
         }
-        Err(ExecError::User(e)) => return Err(user(format!("{}: {e}", a.t.file.display()))),
+        Err(ExecError::User(e)) => return Err(user(format!("{}: {e}", file.display()))),
     };
     let (r, sys, wall) = (ex.run, ex.system, ex.wall_seconds);
     let mut outcome = Outcome::Ok;
@@ -582,6 +762,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 println!("replica {r}:");
             }
             println!("{}", summary(out, a.full));
+        }
+        if let Some(p) = &a.outputs {
+            crate::npy::write_outputs(p, &outs)?;
         }
         // The reference: the case's outputs, else the evaluator.
         let (reference, check, tol, what) = match expected {
@@ -600,7 +783,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 } else {
                     hlo::eval::evaluate(&module, &args[0]).map(|v| vec![v])
                 }
-                .map_err(|e| user(format!("{}: evaluator: {e}", a.t.file.display())))?;
+                .map_err(|e| user(format!("{}: evaluator: {e}", file.display())))?;
                 (
                     v,
                     Check::Close,
@@ -723,7 +906,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             );
         }
     }
-    eprintln!("simulated in {wall:.3} s ({} events)", r.events);
+    eprintln!("simulated in {wall:.6} s ({} events)", r.events);
     if let Some(p) = &a.trace {
         let n = *dropped.lock().expect("trace sink");
         if n > 0 {
@@ -740,10 +923,24 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             .write_chrome_json(std::io::BufWriter::new(f))?;
     }
     if let Some(p) = &a.report {
+        // Each op's cost (from the module's shapes) and its span on the chip, for the
+        // per-op roofline (`systole plot --kind roofline`).
+        let costs = crate::op_cost::op_costs(&c.module);
+        let hz = arch.clock_mhz * 1e6;
         let table: Vec<serde_json::Value> = top
             .iter()
             .map(|(name, (cy, per))| {
-                serde_json::json!({"hlo": name, "busy_cycles": cy, "share": *cy as f64 / total.max(1) as f64, "by_unit": per})
+                let (opcode, cost) = costs.get(name.as_str()).copied().unwrap_or_default();
+                let span = g.span.get(name.as_str()).map_or(0, |&(s, e)| e.saturating_sub(s));
+                let span_s = span as f64 / hz;
+                serde_json::json!({
+                    "hlo": name, "opcode": opcode, "busy_cycles": cy,
+                    "share": *cy as f64 / total.max(1) as f64, "by_unit": per,
+                    "span_cycles": span, "span_seconds": span_s,
+                    "flops": cost.flops, "bytes_accessed": cost.bytes,
+                    "arithmetic_intensity": if cost.bytes > 0 { Some(cost.flops as f64 / cost.bytes as f64) } else { None },
+                    "flops_per_second": if span > 0 { Some(cost.flops as f64 / span_s) } else { None },
+                })
             })
             .collect();
         let j = serde_json::json!({
@@ -855,6 +1052,8 @@ fn roofline(
         "host_bytes_per_second": host_bw,
         "arithmetic_intensity": if hbm_bytes > 0.0 { flops as f64 / hbm_bytes } else { f64::INFINITY },
         "ridge_point": peak_flops / hbm_bw,
+        // Elementwise ceiling: every core's VPU ALU at its elements per cycle.
+        "vpu_ops_per_second": arch.vpu.alu.elems_per_cycle as f64 * arch.cores_per_chip as f64 * arch.clock_mhz * 1e6,
         "bound_seconds": {
             "compute": bounds[0].1, "memory": bounds[1].1,
             "interconnect": bounds[2].1, "host": bounds[3].1,

@@ -9,10 +9,14 @@ mod cmd_arch;
 mod cmd_eval;
 mod cmd_hlo;
 mod cmd_isa;
+mod cmd_plot;
 mod cmd_rtl;
 mod cmd_run;
 mod cmd_sim;
 mod cmd_sweep;
+mod npy;
+mod op_cost;
+mod scalesim;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -50,13 +54,16 @@ enum Command {
     Conformance(cmd_eval::ConformanceArgs),
     /// Compile an HLO module for a chip: `compile FILE.hlo --arch A [-o PROG.bin] [--asm PROG.s]`.
     Compile(cmd_run::CompileArgs),
-    /// Compile an HLO module and run it on the simulated chip, checking its outputs against the evaluator.
+    /// Compile an HLO module and run it on the simulated chip, checking its outputs against the
+    /// evaluator; `run --scalesim-topology LAYERS.csv` runs a SCALE-Sim topology layer by layer.
     Run(cmd_run::RunArgs),
     /// Run a program on the simulator: `sim PROG.s|PROG.bin --arch A [--timing-only] [--trace T.json] [--stats]`.
     Sim(cmd_sim::SimArgs),
     /// Sweep arch parameters: `sweep FILE.hlo --set PATH=v1,v2,... [-j N] [--shard K/N] -o SWEEP.csv`;
     /// `sweep merge PARTS... -o SWEEP.csv` joins shards.
     Sweep(cmd_sweep::SweepArgs),
+    /// Draw a run or a sweep: `plot INPUT --kind timeline|utilization|roofline|ops|sweep -o OUT.png|OUT.svg`.
+    Plot(cmd_plot::PlotArgs),
 }
 
 /// How a subcommand ended, mapped onto the documented exit codes.
@@ -103,6 +110,7 @@ fn main() -> ExitCode {
         Command::Compile(a) => cmd_run::compile(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Sweep(a) => cmd_sweep::run(a),
+        Command::Plot(a) => cmd_plot::run(a),
         Command::Eval(a) => cmd_eval::eval(a),
         Command::Conformance(a) => cmd_eval::conformance(a),
     };
