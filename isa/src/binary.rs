@@ -26,7 +26,7 @@ pub const MAGIC: &[u8; 8] = b"SYSTPRG\0";
 /// Format version this crate writes and reads.
 pub const VERSION: u32 = 1;
 
-const TAGS: [&[u8; 4]; 5] = [b"CODE", b"DATA", b"DMAD", b"REGN", b"SYMS"];
+const TAGS: [&[u8; 4]; 6] = [b"CODE", b"DATA", b"DMAD", b"REGN", b"SYMS", b"SEMS"];
 
 impl Program {
     /// Serializes to the binary format; fails if an instruction cannot be encoded.
@@ -77,6 +77,15 @@ impl Program {
                         put_u64(&mut b, r.size);
                     }
                 }
+                b"SEMS" => {
+                    put_u32(&mut b, self.sems.len() as u32);
+                    for d in &self.sems {
+                        b.push(d.sem);
+                        put_u32(&mut b, d.wait);
+                        put_u32(&mut b, d.signal);
+                        b.push(d.shared as u8);
+                    }
+                }
                 _ => {
                     put_u32(&mut b, self.symbols.len() as u32);
                     for s in &self.symbols {
@@ -109,7 +118,7 @@ impl Program {
         }
         let count = r.u32()?;
         let mut p = Program::default();
-        let mut seen = [false; 5];
+        let mut seen = [false; TAGS.len()];
         for _ in 0..count {
             let at = r.pos;
             let tag: [u8; 4] = r.take(4)?.try_into().expect("4 bytes");
@@ -191,6 +200,22 @@ fn read_section(s: &mut Cursor, which: usize, p: &mut Program) -> Result<(), Pro
                     space,
                     addr: s.u64()?,
                     size: s.u64()?,
+                });
+            }
+            5 => {
+                let sem = s.take(1)?[0];
+                let wait = s.u32()?;
+                let signal = s.u32()?;
+                let shared = match s.take(1)?[0] {
+                    0 => false,
+                    1 => true,
+                    x => return Err(s.err_at(at, format!("semaphore flag {x} is not 0 or 1"))),
+                };
+                p.sems.push(crate::program::SemDecl {
+                    sem,
+                    wait,
+                    signal,
+                    shared,
                 });
             }
             _ => {

@@ -47,6 +47,9 @@ pub fn disasm_with(p: &Program, opts: DisasmOptions) -> String {
             let _ = writeln!(out, ".dma {i} len={} dims=[{}]", d.len, dims.join(","));
         }
     }
+    for d in &p.sems {
+        let _ = writeln!(out, "{}", crate::asm::sem_directive(d));
+    }
     for s in &p.data {
         let hex: String = if s.bytes.is_empty() {
             "-".into()

@@ -25,6 +25,38 @@ pub struct Program {
     pub regions: Vec<Region>,
     /// Instruction ranges and the HLO instruction each came from: sorted, non-overlapping.
     pub symbols: Vec<SymbolRange>,
+    /// Semaphores declared with counts or as chip-shared (`.sem`); sorted by index, at most
+    /// one per index. An undeclared semaphore waits for 1, signals 1 and belongs to its core.
+    pub sems: Vec<SemDecl>,
+}
+
+/// How a program uses one semaphore (the `.sem` directive): the counts a unit instruction's
+/// `wait=` takes and its `signal=` gives, and whether the cores of a chip share it. The
+/// sequencer's `sem.wait`/`sem.signal` keep their explicit `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SemDecl {
+    /// Semaphore index.
+    pub sem: u8,
+    /// `wait=` waits until the value is at least this, then subtracts it (fan-in: one wait
+    /// for several producers). At least 1.
+    pub wait: u32,
+    /// `signal=` adds this on completion (fan-out: one signal for several consumers). At
+    /// least 1.
+    pub signal: u32,
+    /// One semaphore for every core of the chip (else one per core).
+    pub shared: bool,
+}
+
+impl SemDecl {
+    /// The use of an undeclared semaphore.
+    pub fn plain(sem: u8) -> Self {
+        SemDecl {
+            sem,
+            wait: 1,
+            signal: 1,
+            shared: false,
+        }
+    }
 }
 
 /// Bytes placed in memory before the program starts (constants, weights).
@@ -151,10 +183,37 @@ pub enum ProgramError {
 }
 
 impl Program {
+    /// The declaration of semaphore `s` (or its plain use).
+    pub fn sem_decl(&self, s: u8) -> SemDecl {
+        self.sems
+            .iter()
+            .find(|d| d.sem == s)
+            .copied()
+            .unwrap_or(SemDecl::plain(s))
+    }
+
     /// Checks: operands fit their fields, element types suit their instructions, branch targets
-    /// and descriptor indices are in range, descriptors, regions and symbols are well-formed.
+    /// and descriptor indices are in range, descriptors, regions, symbols and semaphore
+    /// declarations are well-formed.
     pub fn validate(&self) -> Result<(), ProgramError> {
         let mut e = Vec::new();
+        for (i, d) in self.sems.iter().enumerate() {
+            if d.sem >= crate::operand::NUM_SEMS {
+                e.push(format!(".sem {}: no such semaphore (sem0..sem31)", d.sem));
+            }
+            if d.wait == 0 || d.signal == 0 {
+                e.push(format!(
+                    ".sem {}: wait= and signal= counts must be >= 1",
+                    d.sem
+                ));
+            }
+            if i > 0 && self.sems[i - 1].sem >= d.sem {
+                e.push(format!(
+                    ".sem {}: declarations must be sorted by index, each once",
+                    d.sem
+                ));
+            }
+        }
         let n = self.code.len() as u32;
         for (pc, inst) in self.code.iter().enumerate() {
             if let Err(err) = inst.encode() {
@@ -292,8 +351,13 @@ pub fn arbitrary_program() -> proptest::strategy::BoxedStrategy<Program> {
         proptest::collection::vec(seg, 0..3),
         proptest::collection::vec(region, 0..4),
         proptest::collection::vec((any::<u32>(), any::<u32>(), name), 0..6),
+        proptest::collection::btree_map(
+            0..crate::operand::NUM_SEMS,
+            (1u32..5, 1u32..5, any::<bool>()),
+            0..4,
+        ),
     )
-        .prop_map(|(mut code, dma, data, mut regions, syms)| {
+        .prop_map(|(mut code, dma, data, mut regions, syms, sems)| {
             let n = code.len() as u32;
             for inst in code.iter_mut() {
                 inst.for_each_target(&mut |t| t.0 %= n);
@@ -319,12 +383,22 @@ pub fn arbitrary_program() -> proptest::strategy::BoxedStrategy<Program> {
                     hlo: name.clone(),
                 })
                 .collect();
+            let sems = sems
+                .into_iter()
+                .map(|(sem, (wait, signal, shared))| SemDecl {
+                    sem,
+                    wait,
+                    signal,
+                    shared,
+                })
+                .collect();
             Program {
                 code,
                 data,
                 dma,
                 regions,
                 symbols,
+                sems,
             }
         })
         .boxed()

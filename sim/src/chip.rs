@@ -141,6 +141,14 @@ pub struct Chip {
     pub mxu_log: Option<Vec<MxuRecord>>,
     /// Instructions in flight, for race detection (`None`: not checked).
     pub races: Option<crate::race::RaceTracker>,
+    /// Semaphores shared by the cores (`.sem semN shared`); the others live in each core.
+    pub shared_sems: [u32; 32],
+    /// Bit `s`: semaphore `s` is shared.
+    pub sem_shared: u32,
+    /// What a unit's `wait=semN` takes (`.sem semN wait=K`, else 1).
+    pub sem_wait_n: [u32; 32],
+    /// What a unit's `signal=semN` gives (`.sem semN signal=K`, else 1).
+    pub sem_signal_n: [u32; 32],
     /// Happens-before race detection (with `races`).
     pub hb: Option<crate::race::Hb>,
     /// The race id the next DMA transfer records.
@@ -234,6 +242,10 @@ impl Chip {
             halted: 0,
             mxu_log: None,
             races: Some(crate::race::RaceTracker::default()),
+            shared_sems: [0; 32],
+            sem_shared: 0,
+            sem_wait_n: [1; 32],
+            sem_signal_n: [1; 32],
             hb: Some(crate::race::Hb::new(p.cores, MXU0 + p.mxus + 1, 32)),
             next_dma_race_id: 0,
             ici_out: Vec::new(),
@@ -361,6 +373,17 @@ impl Chip {
 
     /// Writes the program's data segments and schedules every core's first issue.
     pub fn start(&mut self, prog: &Prog) -> Result<(), SimError> {
+        for d in &prog.program.sems {
+            let s = d.sem as usize;
+            self.sem_wait_n[s] = d.wait;
+            self.sem_signal_n[s] = d.signal;
+            if d.shared {
+                self.sem_shared |= 1 << s;
+            }
+        }
+        if let Some(h) = &mut self.hb {
+            h.set_shared(self.sem_shared);
+        }
         for seg in &prog.program.data {
             for c in 0..self.cores.len() {
                 let r = match seg.space {
@@ -446,7 +469,8 @@ impl Chip {
         core.outstanding -= 1;
         core.units[u].inflight -= 1;
         if let Some(s) = signal {
-            self.signal(c, s, 1, now).map_err(|m| SimError::Exec {
+            let n = self.sem_signal_n[s as usize];
+            self.signal(c, s, n, now).map_err(|m| SimError::Exec {
                 chip: self.idx,
                 core: c as u32,
                 pc: 0,
@@ -465,20 +489,45 @@ impl Chip {
         Ok(())
     }
 
-    /// `sem += n`, waking the sequencer and units waiting on it.
+    /// The value of semaphore `s` as core `c` sees it (its own, or the chip's if shared).
+    pub fn sem(&self, c: usize, s: u8) -> u32 {
+        if self.sem_shared & (1 << (s % 32)) != 0 {
+            self.shared_sems[s as usize]
+        } else {
+            self.cores[c].sems[s as usize]
+        }
+    }
+
+    /// Semaphore `s` of core `c`, for update.
+    pub fn sem_mut(&mut self, c: usize, s: u8) -> &mut u32 {
+        if self.sem_shared & (1 << (s % 32)) != 0 {
+            &mut self.shared_sems[s as usize]
+        } else {
+            &mut self.cores[c].sems[s as usize]
+        }
+    }
+
+    /// `sem += n`, waking the sequencers and units waiting on it (of every core if shared).
     pub fn signal(&mut self, c: usize, s: u8, n: u32, now: Cycle) -> Result<(), String> {
-        let core = &mut self.cores[c];
-        core.sems[s as usize] = core.sems[s as usize]
+        let v = self.sem_mut(c, s);
+        *v = v
             .checked_add(n)
             .ok_or_else(|| format!("semaphore sem{s} overflows"))?;
-        for u in 0..self.cores[c].units.len() {
-            let unit = &self.cores[c].units[u];
-            if unit.blocked_sem == Some(s) || unit.blocked_mask & (1 << (s % 32)) != 0 {
-                self.kick(c, u, now);
+        let cores = if self.sem_shared & (1 << (s % 32)) != 0 {
+            0..self.cores.len()
+        } else {
+            c..c + 1
+        };
+        for c in cores {
+            for u in 0..self.cores[c].units.len() {
+                let unit = &self.cores[c].units[u];
+                if unit.blocked_sem == Some(s) || unit.blocked_mask & (1 << (s % 32)) != 0 {
+                    self.kick(c, u, now);
+                }
             }
-        }
-        if matches!(self.cores[c].blocked, Some((SeqBlock::Sem(x, _), _)) if x == s) {
-            self.schedule_seq(c, now);
+            if matches!(self.cores[c].blocked, Some((SeqBlock::Sem(x, _), _)) if x == s) {
+                self.schedule_seq(c, now);
+            }
         }
         Ok(())
     }

@@ -237,6 +237,8 @@ pub struct Hb {
     fixed: usize,
     units: usize,
     seq: Vec<Clock>,
+    /// Bit `s`: semaphore `s` is shared by the cores (its clock lives at core 0).
+    shared: u32,
     /// Halted cores (their sequencer clocks no longer bound future commands).
     halted: Vec<bool>,
     unit: Vec<Clock>,
@@ -267,6 +269,7 @@ impl Hb {
             fixed: n,
             units,
             seq: vec![Vec::new(); cores],
+            shared: 0,
             halted: vec![false; cores],
             unit: vec![Vec::new(); n],
             epoch: vec![0; n],
@@ -282,6 +285,21 @@ impl Hb {
         }
     }
 
+    /// Declares the chip-shared semaphores (bit `s`).
+    pub fn set_shared(&mut self, mask: u32) {
+        self.shared = mask;
+    }
+
+    /// The semaphore clock `sem` of `core` (core 0's for a shared one).
+    fn sem(&mut self, core: usize, sem: u8) -> &mut Clock {
+        let c = if self.shared & (1 << (sem % 32)) != 0 {
+            0
+        } else {
+            core
+        };
+        &mut self.sems[c][sem as usize]
+    }
+
     /// The sequencer of `core` dispatched a command to `unit`.
     pub fn dispatch(&mut self, core: usize, unit: usize) {
         let c = self.seq[core].clone();
@@ -290,17 +308,14 @@ impl Hb {
 
     /// The sequencer of `core` passed a `sem.wait` on `sem`.
     pub fn seq_acquire(&mut self, core: usize, sem: u8) {
-        let s = &self.sems[core][sem as usize];
-        if !s.is_empty() {
-            let s = s.clone();
-            join(&mut self.seq[core], &s);
-        }
+        let s = self.sem(core, sem).clone();
+        join(&mut self.seq[core], &s);
     }
 
     /// The sequencer of `core` signalled `sem`.
     pub fn seq_release(&mut self, core: usize, sem: u8) {
         let c = self.seq[core].clone();
-        join(&mut self.sems[core][sem as usize], &c);
+        join(self.sem(core, sem), &c);
     }
 
     /// The sequencer of `core` halted: it dispatches nothing more.
@@ -321,7 +336,7 @@ impl Hb {
             return;
         };
         if let Some(s) = signal {
-            join(&mut self.sems[core][s as usize], &c);
+            join(self.sem(core, s), &c);
         }
         join(&mut self.done_join[core], &c);
         self.done_at.insert(id, done);
@@ -353,7 +368,8 @@ impl Hb {
             q
         };
         if let Some(s) = wait {
-            join(&mut vc, &self.sems[core][s as usize]);
+            let s = self.sem(core, s).clone();
+            join(&mut vc, &s);
         }
         self.epoch[t] += 1;
         self.busy[t] = true;

@@ -163,7 +163,7 @@ impl Chip {
                 Ok(lat)
             }
             Inst::SemWait { sem, n } => {
-                let v = &mut self.cores[c].sems[sem.0 as usize];
+                let v = self.sem_mut(c, sem.0);
                 if *v >= n {
                     *v -= n;
                     if let Some(h) = &mut self.hb {

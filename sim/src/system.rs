@@ -467,7 +467,7 @@ impl System {
                 let why = match core.blocked {
                     Some((SeqBlock::Sem(s, n), since)) => format!(
                         "sem.wait sem{s} needs {n}, has {} (since cycle {since})",
-                        core.sems[s as usize]
+                        ch.sem(core.idx as usize, s)
                     ),
                     Some((SeqBlock::Fence, since)) => format!(
                         "fence: {} instructions outstanding (since cycle {since})",
@@ -490,8 +490,9 @@ impl System {
                         s.clone()
                     } else if let Some(s) = u.blocked_sem {
                         format!(
-                            "wait=sem{s} (value {}) never signalled",
-                            core.sems[s as usize]
+                            "wait=sem{s} (value {}, needs {}) never signalled enough",
+                            ch.sem(core.idx as usize, s),
+                            ch.sem_wait_n[s as usize]
                         )
                     } else {
                         "waiting".into()

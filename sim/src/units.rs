@@ -22,7 +22,7 @@ use crate::error::SimError;
 use crate::mxu::Operand;
 use crate::params::Params;
 use arch::MxuDtype;
-use isa::{Inst, Sem, Space};
+use isa::{Inst, Space};
 
 /// The unit index (within a core) that executes a unit instruction.
 pub fn unit_of(inst: &Inst, p: &Params) -> Result<usize, String> {
@@ -85,25 +85,6 @@ pub fn resolve(regs: &[u64; 32], inst: &Inst) -> Result<[u64; 4], String> {
         }
     }
     Ok(a)
-}
-
-/// The `wait=` and `signal=` operands of a unit instruction.
-pub fn sems_of(inst: &Inst) -> (Option<Sem>, Option<Sem>) {
-    macro_rules! ws {
-        ($($v:ident),*) => {
-            match *inst {
-                $(Inst::$v { wait, signal, .. } => (wait, signal),)*
-                _ => (None, None),
-            }
-        };
-    }
-    ws!(
-        DmaCopy, MxuLdw, MxuMatmul, MxuSt, VAdd, VSub, VMul, VDiv, VRem, VMin, VMax, VAnd, VOr,
-        VXor, VShl, VShr, VSra, VPow, VAtan2, VMov, VNeg, VAbs, VSign, VFloor, VCeil, VRound,
-        VRoundEven, VNot, VPopcnt, VClz, VIsFinite, VExp, VExpm1, VLog, VLog1p, VLogistic, VSqrt,
-        VRsqrt, VCbrt, VTanh, VSin, VCos, VTan, VErf, VCmp, VSelect, VCvt, VSplat, VIota, VBcast,
-        VTranspose, VReduce, VGather, Infeed, Outfeed, IciSend, IciRecv, IciModel
-    )
 }
 
 /// When a started command runs: stall until `start`, busy `[start, busy_end)`, results visible
@@ -182,33 +163,34 @@ impl Chip {
             // `dma.queues` whose semaphore is available (a blocked copy does not hold back the
             // copies behind it).
             let window = if u == DMA { env.p.dma_queues } else { 1 };
-            let core = &mut self.cores[c];
             let mut mask = 0u32;
-            let pick = core.units[u]
-                .q
-                .iter()
-                .take(window)
-                .position(|k| match sems_of(&k.inst).0 {
-                    Some(s) if core.sems[s.0 as usize] == 0 => {
-                        mask |= 1 << (s.0 % 32);
-                        false
-                    }
-                    _ => true,
-                });
+            let pick =
+                self.cores[c].units[u]
+                    .q
+                    .iter()
+                    .take(window)
+                    .position(|k| match k.inst.sync().0 {
+                        Some(s) if self.sem(c, s.0) < self.sem_wait_n[s.0 as usize] => {
+                            mask |= 1 << (s.0 % 32);
+                            false
+                        }
+                        _ => true,
+                    });
             let Some(pick) = pick else {
-                let head_wait = sems_of(&cmd.inst).0.expect("a blocked head waits");
-                core.units[u].blocked_sem = Some(head_wait.0);
-                core.units[u].blocked_mask = mask;
+                let head_wait = cmd.inst.sync().0.expect("a blocked head waits");
+                let unit = &mut self.cores[c].units[u];
+                unit.blocked_sem = Some(head_wait.0);
+                unit.blocked_mask = mask;
                 break;
             };
-            let cmd = core.units[u].q[pick];
-            core.units[u].blocked_mask = 0;
-            let (wait, signal) = sems_of(&cmd.inst);
+            let cmd = self.cores[c].units[u].q[pick];
+            self.cores[c].units[u].blocked_mask = 0;
+            let (wait, signal) = cmd.inst.sync();
             let mut waited = false;
             if let Some(s) = wait {
-                core.sems[s.0 as usize] -= 1;
+                *self.sem_mut(c, s.0) -= self.sem_wait_n[s.0 as usize];
                 if pick == 0 {
-                    waited = core.units[u].blocked_sem.take().is_some();
+                    waited = self.cores[c].units[u].blocked_sem.take().is_some();
                 }
             }
             self.cores[c].units[u].q.remove(pick);

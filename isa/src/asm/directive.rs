@@ -1,9 +1,25 @@
-//! Assembler directives: `.region`, `.dma`, `.data`, `.hlo`.
+//! Assembler directives: `.region`, `.dma`, `.sem`, `.data`, `.hlo`.
+
+/// The `.sem` directive text of a declaration (what the disassembler prints).
+pub fn sem_directive(d: &SemDecl) -> String {
+    let mut s = format!(".sem sem{}", d.sem);
+    if d.wait != 1 {
+        s += &format!(" wait={}", d.wait);
+    }
+    if d.signal != 1 {
+        s += &format!(" signal={}", d.signal);
+    }
+    if d.shared {
+        s += " shared";
+    }
+    s
+}
 
 use super::lex::{col_of, quote, unquote, Line};
 use super::AsmError;
+use crate::operand::Operand;
 use crate::operand::{parse_int, Space};
-use crate::program::{DataSegment, DmaDesc, DmaDim, Program, Region, SymbolRange};
+use crate::program::{DataSegment, DmaDesc, DmaDim, Program, Region, SemDecl, SymbolRange};
 
 /// An open `.hlo` range: where it started and the directive's position for errors.
 pub(super) struct OpenSym {
@@ -114,10 +130,43 @@ pub(super) fn directive(
             let desc = parse_dma(&spec).map_err(|m| l.err(acol, format!(".dma: {m}")))?;
             p.dma.push(desc);
         }
+        ".sem" => {
+            let mut f = args.split_whitespace();
+            let first = f.next().unwrap_or("");
+            let sem = crate::operand::Sem::parse_asm(first, &Default::default())
+                .map_err(|m| l.err(col_of(l.raw, first).max(acol), format!(".sem: {m}")))?
+                .0;
+            let mut d = SemDecl::plain(sem);
+            for w in f {
+                let col = col_of(l.raw, w);
+                let count = |v: &str| -> Result<u32, AsmError> {
+                    match v.parse::<u32>() {
+                        Ok(n) if n >= 1 => Ok(n),
+                        _ => Err(l.err(col, format!(".sem: `{w}`: the count must be 1..2^32-1"))),
+                    }
+                };
+                match w.split_once('=') {
+                    Some(("wait", v)) => d.wait = count(v)?,
+                    Some(("signal", v)) => d.signal = count(v)?,
+                    None if w == "shared" => d.shared = true,
+                    _ => {
+                        return Err(l.err(
+                            col,
+                            format!(".sem: unknown `{w}` (expected wait=K, signal=K or shared)"),
+                        ))
+                    }
+                }
+            }
+            if p.sems.iter().any(|x| x.sem == sem) {
+                return Err(l.err(acol, format!(".sem: sem{sem} is declared twice")));
+            }
+            let at = p.sems.partition_point(|x| x.sem < sem);
+            p.sems.insert(at, d);
+        }
         _ => {
             return Err(l.err(
                 col_of(l.raw, name),
-                format!("unknown directive `{name}` (expected .region, .dma, .data or .hlo)"),
+                format!("unknown directive `{name}` (expected .region, .dma, .sem, .data or .hlo)"),
             ))
         }
     }

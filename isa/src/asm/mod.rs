@@ -4,6 +4,7 @@
 //! ```text
 //! .region "name" SPACE ADDR SIZE        named buffer of the memory map
 //! .dma N len=BYTES dims=[(COUNT,SRC_STRIDE,DST_STRIDE),...]   descriptor N (in order from 0)
+//! .sem semN [wait=K] [signal=K] [shared]                       counted and/or chip-shared semaphore
 //! .data SPACE ADDR HEXBYTES|-           initial memory contents
 //! .hlo "name"  /  .hlo -                following instructions come from HLO `name` / none
 //! label:                                names the next instruction
@@ -12,6 +13,7 @@
 //! Errors carry the line and column (1-based) of the offending token.
 
 mod directive;
+pub use directive::sem_directive;
 mod lex;
 
 use crate::operand::{Operand, ParseCtx};

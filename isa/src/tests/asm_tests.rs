@@ -116,6 +116,19 @@ fn errors_point_at_the_token() {
     let (_, _, m) = err(".bogus 1\n");
     assert!(m.contains("unknown directive"), "{m}");
 
+    let (l, c, m) = err("nop\n.sem sem40 wait=2\n");
+    assert_eq!((l, c), (2, 6));
+    assert!(m.contains(".sem"), "{m}");
+    let (_, c, m) = err(".sem sem1 wait=0\n");
+    assert_eq!(c, 11);
+    assert!(m.contains("count must be"), "{m}");
+    let (_, c, m) = err(".sem sem1 often\n");
+    assert_eq!(c, 11);
+    assert!(m.contains("unknown `often`"), "{m}");
+    let (l, _, m) = err(".sem sem1 shared\n.sem sem1 wait=2\n");
+    assert_eq!(l, 2);
+    assert!(m.contains("declared twice"), "{m}");
+
     let (_, _, m) = err("dma.copy smem[s0], hbm[s0], desc=0\n");
     assert!(m.contains("unknown memory space `smem`"), "{m}");
 
