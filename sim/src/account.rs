@@ -12,6 +12,9 @@
 
 use crate::stats::{StatId, Stats};
 
+/// Pending intervals that trigger a classification pass.
+pub const BATCH: usize = 256;
+
 /// What an interval says about the unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -38,7 +41,12 @@ pub struct Timeline {
     idle: StatId,
     stall: StatId,
     stall_by_reason: Vec<StatId>,
-    cuts: Vec<u64>,
+    /// The latest horizon promised by `flush_until` (classification may lag behind it).
+    promised: u64,
+    /// Scratch of `flush_until`: interval ends (cycle, is start, interval index).
+    events: Vec<(u64, bool, u32)>,
+    /// Scratch of `flush_until`: the stall intervals covering the sweep position.
+    active: Vec<u32>,
 }
 
 impl Timeline {
@@ -71,7 +79,9 @@ impl Timeline {
             idle,
             stall,
             stall_by_reason,
-            cuts: Vec::new(),
+            events: Vec::new(),
+            active: Vec::new(),
+            promised: 0,
         }
     }
 
@@ -87,9 +97,18 @@ impl Timeline {
         }
     }
 
-    /// Classifies all cycles before `horizon`: the unit promises no later interval starts
-    /// before it.
+    /// The unit promises no later interval starts before `horizon`: the cycles before it may
+    /// be classified. Classification is batched (it runs once [`BATCH`] intervals are pending,
+    /// or at [`finish`](Timeline::finish)), so the statistics are complete after `finish`.
     pub fn flush_until(&mut self, stats: &mut Stats, horizon: u64) {
+        self.promised = self.promised.max(horizon);
+        if self.pending.len() >= BATCH {
+            self.classify(stats, self.promised);
+        }
+    }
+
+    /// Classifies all cycles before `horizon` (no later interval starts before it).
+    fn classify(&mut self, stats: &mut Stats, horizon: u64) {
         if horizon <= self.cursor {
             return;
         }
@@ -99,44 +118,60 @@ impl Timeline {
             self.cursor = horizon;
             return;
         }
-        self.cuts.clear();
-        self.cuts.push(self.cursor);
-        self.cuts.push(horizon);
-        for iv in &self.pending {
-            for x in [iv.from, iv.to] {
-                if x > self.cursor && x < horizon {
-                    self.cuts.push(x);
-                }
+        // Sweep over the interval ends in [cursor, horizon): +1/−1 busy count, and the set of
+        // covering stall intervals (by report order: the first reported one names the reason).
+        let mut ev = std::mem::take(&mut self.events);
+        ev.clear();
+        for (i, iv) in self.pending.iter().enumerate() {
+            let (from, to) = (iv.from.max(self.cursor), iv.to.min(horizon));
+            if from < to {
+                ev.push((from, true, i as u32));
+                ev.push((to, false, i as u32));
             }
         }
-        self.cuts.sort_unstable();
-        self.cuts.dedup();
-        for w in 0..self.cuts.len() - 1 {
-            let (a, b) = (self.cuts[w], self.cuts[w + 1]);
-            let mut stall: Option<u8> = None;
-            let mut busy = false;
-            for iv in &self.pending {
-                if iv.from <= a && iv.to >= b {
-                    match iv.kind {
-                        Kind::Busy => busy = true,
-                        Kind::Stall(r) => {
-                            if stall.is_none() {
-                                stall = Some(r)
-                            }
-                        }
-                    }
+        // Ends before starts at the same cycle; then by report order.
+        ev.sort_unstable_by_key(|&(x, start, i)| (x, start, i));
+        let mut busy = 0u32;
+        let mut stalls: Vec<u32> = std::mem::take(&mut self.active);
+        stalls.clear();
+        let mut at = self.cursor;
+        let mut k = 0;
+        while at < horizon {
+            let next = ev.get(k).map_or(horizon, |e| e.0.min(horizon));
+            if next > at {
+                let d = next - at;
+                if busy > 0 {
+                    stats.add(self.busy, d);
+                } else if let Some(&first) = stalls.iter().min() {
+                    let Kind::Stall(r) = self.pending[first as usize].kind else {
+                        unreachable!("only stall intervals are in the stall set")
+                    };
+                    stats.add(self.stall, d);
+                    stats.add(self.stall_by_reason[r as usize], d);
+                } else {
+                    stats.add(self.idle, d);
                 }
+                at = next;
             }
-            let d = b - a;
-            if busy {
-                stats.add(self.busy, d);
-            } else if let Some(r) = stall {
-                stats.add(self.stall, d);
-                stats.add(self.stall_by_reason[r as usize], d);
-            } else {
-                stats.add(self.idle, d);
+            while let Some(&(x, start, i)) = ev.get(k) {
+                if x != at {
+                    break;
+                }
+                match (self.pending[i as usize].kind, start) {
+                    (Kind::Busy, true) => busy += 1,
+                    (Kind::Busy, false) => busy -= 1,
+                    (Kind::Stall(_), true) => stalls.push(i),
+                    (Kind::Stall(_), false) => stalls.retain(|&j| j != i),
+                }
+                k += 1;
+            }
+            if k >= ev.len() && at < horizon && busy == 0 && stalls.is_empty() {
+                stats.add(self.idle, horizon - at);
+                at = horizon;
             }
         }
+        self.events = ev;
+        self.active = stalls;
         self.cursor = horizon;
         self.pending.retain_mut(|iv| {
             iv.from = iv.from.max(horizon);
@@ -146,7 +181,7 @@ impl Timeline {
 
     /// Closes the accounting at `end` (the run's total cycles); intervals past `end` are cut.
     pub fn finish(&mut self, stats: &mut Stats, end: u64) {
-        self.flush_until(stats, end);
+        self.classify(stats, end);
         self.pending.clear();
     }
 

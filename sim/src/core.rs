@@ -78,7 +78,7 @@ pub struct Cmd {
 /// One unit's queue and front end.
 pub struct UnitQ {
     /// Name within the chip, e.g. `core0.mxu1`.
-    pub name: String,
+    pub name: std::sync::Arc<str>,
     /// Queued commands (not started).
     pub q: VecDeque<Cmd>,
     /// Earliest cycle the next command may start.
@@ -112,7 +112,7 @@ impl UnitQ {
             "instructions executed",
         );
         UnitQ {
-            name,
+            name: name.into(),
             q: VecDeque::new(),
             front_free: Cycle::ZERO,
             blocked_sem: None,

@@ -405,18 +405,51 @@ impl MxuModel {
     }
 
     /// Computes the result rows into the accumulator, in the contract's order.
-    fn compute(&mut self, x: Operand<'_>, m: usize, k: usize, acc_addr: usize, accumulate: bool) {
-        let (r, c, a) = (self.geom.rows, self.geom.cols, self.geom.acc_rows);
-        // Rows ≥ kmax are +0 × +0 in both operands: they only turn a −0 partial sum into +0.
-        let kmax = k.max(self.active_k);
-        let tail = kmax < r;
-        // One partial-sum register per column; rows are added top to bottom (k outer), so the
-        // additions of each column happen in the contract's order while the column loop
-        // (independent columns) vectorizes.
-        let mut p = std::mem::take(&mut self.psum);
-        p.clear();
-        p.resize(c, 0);
-        for i in 0..m {
+    /// Column sums of input rows `rows` (each `c` values, row-major into `out`): for each
+    /// row, a partial sum per column from `+0`, rows `k = 0 … kmax−1` added top to bottom (the
+    /// contract's order) while the column loop (independent columns) vectorizes.
+    fn column_sums(
+        &self,
+        x: &Operand<'_>,
+        k: usize,
+        kmax: usize,
+        rows: std::ops::Range<usize>,
+        out: &mut [u32],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked above). Same IEEE operations, wider
+            // vectors: the same bits.
+            unsafe { self.column_sums_avx2(x, k, kmax, rows, out) };
+            return;
+        }
+        self.column_sums_generic(x, k, kmax, rows, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn column_sums_avx2(
+        &self,
+        x: &Operand<'_>,
+        k: usize,
+        kmax: usize,
+        rows: std::ops::Range<usize>,
+        out: &mut [u32],
+    ) {
+        self.column_sums_generic(x, k, kmax, rows, out)
+    }
+
+    #[inline(always)]
+    fn column_sums_generic(
+        &self,
+        x: &Operand<'_>,
+        k: usize,
+        kmax: usize,
+        rows: std::ops::Range<usize>,
+        out: &mut [u32],
+    ) {
+        let c = self.geom.cols;
+        for (i, p) in rows.zip(out.chunks_exact_mut(c)) {
             p.fill(0); // +0.0 / 0
             for kk in 0..kmax {
                 let xv = if kk < k { x.widened(i * k + kk) } else { 0 };
@@ -437,17 +470,52 @@ impl MxuModel {
                     }
                 }
             }
+        }
+    }
+
+    fn compute(&mut self, x: Operand<'_>, m: usize, k: usize, acc_addr: usize, accumulate: bool) {
+        let (r, c, a) = (self.geom.rows, self.geom.cols, self.geom.acc_rows);
+        // Rows ≥ kmax are +0 × +0 in both operands: they only turn a −0 partial sum into +0.
+        let kmax = k.max(self.active_k);
+        let tail = kmax < r;
+        let mut p = std::mem::take(&mut self.psum);
+        p.clear();
+        p.resize(m * c, 0);
+        // Rows are independent: large matmuls split them over threads (the bits are the same
+        // whatever the split: each row's sums run in the contract's order on one thread).
+        let threads = if m * c * kmax >= PARALLEL_MACS {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(m)
+                .min(MAX_THREADS)
+        } else {
+            1
+        };
+        if threads > 1 {
+            let per = m.div_ceil(threads);
+            let this = &*self;
+            std::thread::scope(|s| {
+                for (t, out) in p.chunks_mut(per * c).enumerate() {
+                    let x = &x;
+                    let lo = t * per;
+                    s.spawn(move || this.column_sums(x, k, kmax, lo..(lo + per).min(m), out));
+                }
+            });
+        } else {
+            self.column_sums(&x, k, kmax, 0..m, &mut p);
+        }
+        for (i, pr) in p.chunks_exact(c).enumerate() {
             let row = (acc_addr + i) % a;
             let acc = &mut self.acc[row * c..(row + 1) * c];
             match self.active_mode {
                 MxuMode::Bf16 => {
-                    for (av, &pv) in acc.iter_mut().zip(p.iter()) {
+                    for (av, &pv) in acc.iter_mut().zip(pr) {
                         let pv = if tail && pv == 0x8000_0000 { 0 } else { pv };
                         *av = if accumulate { f32_add(*av, pv) } else { pv };
                     }
                 }
                 MxuMode::Int8 => {
-                    for (av, &pv) in acc.iter_mut().zip(p.iter()) {
+                    for (av, &pv) in acc.iter_mut().zip(pr) {
                         *av = if accumulate {
                             i32_add(*av as i32, pv as i32) as u32
                         } else {
@@ -460,6 +528,11 @@ impl MxuModel {
         self.psum = p;
     }
 }
+
+/// Multiply-accumulates of one matmul above which its rows are split over threads.
+const PARALLEL_MACS: usize = 1 << 21;
+/// At most this many threads per matmul.
+const MAX_THREADS: usize = 8;
 
 #[cfg(test)]
 mod tests;

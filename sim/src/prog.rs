@@ -16,6 +16,8 @@ pub struct Prog {
     /// For each pc, whether some path of the control-flow graph leads from it to a `halt` (or
     /// past the last instruction, an error): a core at a pc without one can never halt.
     pub can_end: Vec<bool>,
+    /// The HLO names of `program.symbols`, shared (race records hold them without copying).
+    pub sym_names: Vec<std::sync::Arc<str>>,
 }
 
 /// [`Prog::can_end`]: backward search from every `halt` and from the end of the code over the
@@ -71,10 +73,16 @@ impl Prog {
             }
         }
         let can_end = can_end(&program.code);
+        let sym_names = program
+            .symbols
+            .iter()
+            .map(|s| s.hlo.as_str().into())
+            .collect();
         Ok(Prog {
             program,
             sym_of_pc,
             can_end,
+            sym_names,
         })
     }
 
@@ -88,6 +96,15 @@ impl Prog {
     #[inline]
     pub fn can_end_from(&self, pc: u32) -> bool {
         self.can_end.get(pc as usize).copied().unwrap_or(true)
+    }
+
+    /// The HLO symbol of instruction `pc`, shared, if any.
+    #[inline]
+    pub fn symbol_arc(&self, pc: u32) -> Option<std::sync::Arc<str>> {
+        match self.sym_of_pc.get(pc as usize) {
+            Some(&i) if i != NO_SYMBOL => Some(self.sym_names[i as usize].clone()),
+            _ => None,
+        }
     }
 
     /// The HLO symbol of instruction `pc`, if any.

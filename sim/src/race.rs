@@ -40,11 +40,11 @@ pub struct Live {
     /// Program counter.
     pub pc: u32,
     /// Unit name, e.g. `core0.vpu`.
-    pub unit_name: String,
-    /// Assembly text.
-    pub inst: String,
+    pub unit_name: std::sync::Arc<str>,
+    /// The instruction (rendered as assembly in reports).
+    pub inst: isa::Inst,
     /// HLO symbol, if any.
-    pub symbol: Option<String>,
+    pub symbol: Option<std::sync::Arc<str>>,
     /// First cycle.
     pub start: u64,
     /// Completion (`u64::MAX` until known).
@@ -251,12 +251,46 @@ pub struct Hb {
     /// Dispatch clocks of queued commands, per (core, unit), in queue order.
     queued: Vec<std::collections::VecDeque<Clock>>,
     /// Clocks of started, not completed commands, by race id.
-    running: std::collections::HashMap<u64, Clock>,
+    running: IdMap<Clock>,
     /// Completion cycles of commands in the history, by race id (for reports).
-    done_at: std::collections::HashMap<u64, u64>,
+    done_at: IdMap<u64>,
     history: std::collections::VecDeque<Rec>,
+    /// Unions of the history's boxes (all touches, written touches): a new access meeting
+    /// neither needs no scan. They only grow between prunings (conservative).
+    hist_box: [(u64, u64); 2],
+    hist_wbox: [(u64, u64); 2],
     starts: u64,
 }
+
+fn union(a: &mut [(u64, u64); 2], b: &[(u64, u64); 2]) {
+    for i in 0..2 {
+        a[i].0 = a[i].0.min(b[i].0);
+        a[i].1 = a[i].1.max(b[i].1);
+    }
+}
+
+const EMPTY_BOX: [(u64, u64); 2] = [(u64::MAX, 0); 2];
+
+/// Hasher for the tracker's unique u64 ids (a multiplicative mix; ids are not adversarial).
+#[derive(Default)]
+struct IdHash(u64);
+
+impl std::hash::Hasher for IdHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, b: &[u8]) {
+        for &x in b {
+            self.0 = (self.0 ^ x as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (x ^ (x >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IdMap<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<IdHash>>;
+type IdSet = std::collections::HashSet<u64, std::hash::BuildHasherDefault<IdHash>>;
 
 /// Accesses kept for the latent check.
 pub const HISTORY: usize = 256;
@@ -281,6 +315,8 @@ impl Hb {
             running: Default::default(),
             done_at: Default::default(),
             history: Default::default(),
+            hist_box: EMPTY_BOX,
+            hist_wbox: EMPTY_BOX,
             starts: 0,
         }
     }
@@ -383,8 +419,9 @@ impl Hb {
         }
         let bb = bbox(&live.touches, false);
         let wb = bbox(&live.touches, true);
+        let may_meet = boxes_meet(&wb, &self.hist_box) || boxes_meet(&bb, &self.hist_wbox);
         // Newest first: the nearest unordered access is the most useful to report.
-        for r in self.history.iter().rev() {
+        for r in self.history.iter().rev().filter(|_| may_meet) {
             if r.thread == t || at(&vc, r.thread) >= r.epoch {
                 continue; // program order of one unit, or ordered by the program
             }
@@ -409,6 +446,8 @@ impl Hb {
             }
         }
         if !live.touches.is_empty() {
+            union(&mut self.hist_box, &bb);
+            union(&mut self.hist_wbox, &wb);
             self.history.push_back(Rec {
                 live: live.clone(),
                 thread: t,
@@ -446,7 +485,13 @@ impl Hb {
             }
         }
         self.history.retain(|r| r.epoch > floor[r.thread]);
-        let keep: std::collections::HashSet<u64> = self.history.iter().map(|r| r.live.id).collect();
+        self.hist_box = EMPTY_BOX;
+        self.hist_wbox = EMPTY_BOX;
+        for r in &self.history {
+            union(&mut self.hist_box, &r.bbox);
+            union(&mut self.hist_wbox, &r.wbox);
+        }
+        let keep: IdSet = self.history.iter().map(|r| r.live.id).collect();
         self.done_at.retain(|id, _| keep.contains(id));
         for (t, &f) in floor.iter().enumerate().skip(self.fixed) {
             if self.busy[t] && f >= self.epoch[t] {
@@ -507,8 +552,8 @@ mod tests {
             dma,
             id: 0,
             pc: 0,
-            unit_name: format!("u{unit}"),
-            inst: "x".into(),
+            unit_name: format!("u{unit}").into(),
+            inst: isa::Inst::Nop {},
             symbol: None,
             start,
             done,

@@ -229,8 +229,8 @@ impl Chip {
                     id: race_id,
                     pc: cmd.pc,
                     unit_name: self.cores[c].units[u].name.clone(),
-                    inst: cmd.inst.to_string(),
-                    symbol: env.prog.program.symbol_at(cmd.pc).map(str::to_string),
+                    inst: cmd.inst,
+                    symbol: env.prog.symbol_arc(cmd.pc),
                     start: st.start.get(),
                     done: st
                         .done
