@@ -986,17 +986,11 @@ fn sweep_table(p: &Path) -> Result<Table> {
             }
         }
         let n_params = columns.len() - 1;
-        let fixed = [
-            "status",
-            "cycles",
-            "seconds",
-            "mxu_utilization",
-            "tflop_per_s",
-            "busiest_unit",
-            "busiest_fraction",
-            "error",
-        ];
-        columns.extend(fixed.iter().map(|s| s.to_string()));
+        columns.extend(
+            crate::cmd_sweep::FIXED_COLUMNS
+                .iter()
+                .map(|s| s.to_string()),
+        );
         let mut out = Vec::new();
         for r in rows {
             let mut f = vec![r["point"].as_str().unwrap_or("").to_string()];
@@ -1007,7 +1001,7 @@ fn sweep_table(p: &Path) -> Result<Table> {
                     x => x.to_string(),
                 });
             }
-            for c in fixed {
+            for c in crate::cmd_sweep::FIXED_COLUMNS {
                 f.push(match &r[c] {
                     serde_json::Value::String(s) => s.clone(),
                     serde_json::Value::Null => String::new(),

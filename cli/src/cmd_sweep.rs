@@ -168,7 +168,8 @@ struct Metrics {
     busiest_fraction: f64,
 }
 
-const FIXED_COLUMNS: [&str; 8] = [
+/// The result columns after the swept parameters, in order (the plot reads them by name).
+pub const FIXED_COLUMNS: [&str; 8] = [
     "status",
     "cycles",
     "seconds",

@@ -2,7 +2,9 @@
 //! variant with one semaphore removed from a real dependency stops with a race naming both
 //! instructions, in functional and timing-only runs alike.
 
-use sim::{SimError, SimOptions, System};
+mod common;
+
+use sim::SimError;
 
 const EXAMPLE: &str = r#"
 .region "A" hbm 0 64
@@ -37,19 +39,7 @@ const EXAMPLE: &str = r#"
 "#;
 
 fn run(text: &str, functional: bool) -> Result<u64, SimError> {
-    let prog = isa::asm::assemble(text).unwrap_or_else(|e| panic!("{}", e.render("t.s")));
-    let arch = arch::ArchConfig::resolve("mini", &[] as &[String]).unwrap();
-    let mut s = System::new(
-        &arch,
-        prog,
-        1,
-        SimOptions {
-            functional,
-            max_cycles: 1 << 30,
-        },
-    )
-    .unwrap();
-    s.run().map(|r| r.cycles)
+    common::try_run_mini(text, functional)
 }
 
 fn race_of(text: &str, functional: bool) -> String {

@@ -10,7 +10,9 @@
 //! copies) must be ordered.
 
 use proptest::prelude::*;
-use sim::{SimError, SimOptions, System};
+mod common;
+
+use sim::SimError;
 
 #[derive(Clone, Copy, Debug)]
 struct Task {
@@ -115,19 +117,7 @@ fn program(t: &[Task], waits: &[Vec<usize>]) -> String {
 }
 
 fn run(text: &str, functional: bool) -> Result<u64, SimError> {
-    let prog = isa::asm::assemble(text).unwrap_or_else(|e| panic!("{}", e.render("t.s")));
-    let arch = arch::ArchConfig::resolve("mini", &[] as &[String]).unwrap();
-    let mut s = System::new(
-        &arch,
-        prog,
-        1,
-        SimOptions {
-            functional,
-            max_cycles: 1 << 30,
-        },
-    )
-    .unwrap();
-    s.run().map(|r| r.cycles)
+    common::try_run_mini(text, functional)
 }
 
 fn task() -> impl Strategy<Value = Task> {

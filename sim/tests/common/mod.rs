@@ -41,6 +41,24 @@ pub fn run(
     (sys, r.cycles)
 }
 
+/// Assembles `text` and runs it on the `mini` preset (one chip, a cycle limit of 2^30),
+/// returning the cycles or the simulator's error (a race, a deadlock).
+pub fn try_run_mini(text: &str, functional: bool) -> Result<u64, sim::SimError> {
+    let prog = isa::asm::assemble(text).unwrap_or_else(|e| panic!("{}", e.render("t.s")));
+    let arch = ArchConfig::resolve("mini", &[] as &[String]).unwrap();
+    let mut s = System::new(
+        &arch,
+        prog,
+        1,
+        SimOptions {
+            functional,
+            max_cycles: 1 << 30,
+        },
+    )
+    .unwrap();
+    s.run().map(|r| r.cycles)
+}
+
 /// The documented timing numbers, from the arch's own fields.
 pub struct Doc {
     pub r: u64,
