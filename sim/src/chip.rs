@@ -297,6 +297,7 @@ impl Chip {
             mxus.push(MxuState {
                 model,
                 last_matmul_done: Cycle::ZERO,
+                st_free: Cycle::ZERO,
                 shadow_n: 0,
                 active_n: 0,
                 pending: false,

@@ -158,6 +158,9 @@ pub struct MxuState {
     pub model: MxuModel,
     /// Visible cycle of the last matmul's last row (for `mxu.st`).
     pub last_matmul_done: Cycle,
+    /// The accumulator's result port is free from this cycle (an `mxu.st` holds it one row
+    /// per cycle, so two stores of one MXU do not overlap).
+    pub st_free: Cycle,
     /// Columns `N'` of the shadow tile (for FLOP counting).
     pub shadow_n: u64,
     /// Columns `N'` of the active tile.

@@ -597,7 +597,7 @@ impl Chip {
                     ));
                 }
                 let mx = &self.cores[c].mxus[i];
-                let start = now.max(mx.last_matmul_done);
+                let start = now.max(mx.last_matmul_done).max(mx.st_free);
                 // VMEM: one accumulator row (4n bytes) per cycle at most.
                 let end = self.cores[c].vmem_port.book(
                     start.get(),
@@ -606,6 +606,7 @@ impl Chip {
                 );
                 let vmem_stall = (end - start.get()).saturating_sub(m as u64);
                 let dur = vmem_stall + m as u64;
+                self.cores[c].mxus[i].st_free = start + dur;
                 if env.functional {
                     let mut row_bytes = vec![0u8; n as usize * 4];
                     for rr in 0..m as u64 {

@@ -628,3 +628,22 @@ fn a_blocked_dma_does_not_hold_back_a_prefetch() {
     let alone = d.dma_alone(64);
     assert_eq!(two, 1 + alone + d.scalar + d.scalar + alone);
 }
+
+/// `mxu.st` holds the accumulator's result port one row per cycle: two stores of one MXU run
+/// one after the other, so storing 8 rows as 4 + 4 ends when one store of 8 rows would
+/// (docs/timing.md: `mxu.st` starts after every earlier matmul and store of its MXU).
+#[test]
+fn two_stores_of_one_mxu_share_its_result_port() {
+    let a = mini();
+    let d = Doc::new(&a);
+    let head = ".data vmem 0 01010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101\n    mxu.ldw [s0+0], mxu=0, k=8, n=8, stride=8, mode=int8\n    mxu.matmul [s0+64], acc[s0+0], mxu=0, m=8, k=8, stride=8, mode=int8, accumulate=0\n";
+    let one =
+        format!("{head}    mxu.st [s0+1024], acc[s0+0], mxu=0, m=8, n=8, stride=32\n    halt\n");
+    let two = format!("{head}    mxu.st [s0+1024], acc[s0+0], mxu=0, m=4, n=8, stride=32\n    mxu.st [s0+1152], acc[s0+4], mxu=0, m=4, n=8, stride=32\n    halt\n");
+    let (_, c1) = run(&one, &a, true, None);
+    let (_, c2) = run(&two, &a, true, None);
+    // load at 0, matmul from 1, last row visible at 1 + 8 − 1 + R + C; then 8 store rows.
+    let done = 1 + 8 - 1 + d.r + d.c;
+    assert_eq!(c1, done + d.st(8, 8));
+    assert_eq!(c2, c1, "the second store waits for the port");
+}
