@@ -218,6 +218,28 @@ macro_rules! define_isa {
                 }
             }
 
+            /// The VMEM vector operands (positional `VAddr` fields, in declaration order) and
+            /// their role: written if the field is named `dst`, else read. Up to four; the
+            /// rest `None`. Declared once, in the table's field names.
+            pub fn vmem_operands(&self) -> [Option<(VAddr, $crate::inst::Role)>; 4] {
+                let mut out = [None; 4];
+                let mut i = 0;
+                #[allow(unused_variables, unused_mut, unused_assignments)]
+                match self {
+                    $(
+                        Inst::$name { $($pf,)* .. } => {
+                            $(
+                                if let Some(v) = Operand::as_vaddr($pf) {
+                                    out[i] = Some((v, $crate::inst::vaddr_role(stringify!($pf))));
+                                    i += 1;
+                                }
+                            )*
+                        }
+                    )*
+                }
+                out
+            }
+
             /// The `wait=` and `signal=` semaphores of a unit instruction (`(None, None)` for
             /// sequencer instructions).
             pub fn sync(&self) -> (Option<Sem>, Option<Sem>) {

@@ -55,11 +55,18 @@ pub fn render() -> String {
             i.opcode as u8
         );
         for (f, off) in i.fields.iter().zip(i.field_offsets()) {
-            let form = match (f.keyword, f.optional) {
+            let mut form = match (f.keyword, f.optional) {
                 (false, _) => "positional",
                 (true, false) => "keyword",
                 (true, true) => "keyword, optional",
-            };
+            }
+            .to_string();
+            if f.kind == "vaddr" {
+                form += match crate::inst::vaddr_role(f.name) {
+                    crate::inst::Role::Write => ", VMEM written",
+                    crate::inst::Role::Read => ", VMEM read",
+                };
+            }
             let _ = writeln!(
                 out,
                 "| {}..{} | `{}` | {} | {} |",

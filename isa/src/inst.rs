@@ -192,3 +192,23 @@ pub(crate) fn check_dtype(
         _ => Ok(()),
     }
 }
+
+/// What an instruction does with a memory operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Reads it.
+    Read,
+    /// Writes it.
+    Write,
+}
+
+/// The role of a VMEM vector operand, from its field name in the table: `dst` is written,
+/// every other one read. The one rule behind [`Inst::vmem_operands`](crate::Inst) and the
+/// operand tables of docs/isa.md.
+pub fn vaddr_role(field: &str) -> Role {
+    if field == "dst" {
+        Role::Write
+    } else {
+        Role::Read
+    }
+}

@@ -27,7 +27,7 @@ mod word;
 
 pub use access::Access;
 pub use builder::{Builder, Label};
-pub use inst::{FieldInfo, InstInfo, TimingClass, Unit};
+pub use inst::{FieldInfo, InstInfo, Role, TimingClass, Unit};
 pub use operand::{
     parse_int, AccAddr, CmpOp, Csr, DType, FmtCtx, MemRef, Operand, ParseCtx, RedOp, SReg, Sem,
     Space, Target, TypeClass, VAddr, NUM_SEMS, NUM_SREGS,

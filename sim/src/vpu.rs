@@ -18,61 +18,10 @@ use crate::units::Started;
 use crate::vpu_ops::{binary, compare, from_index, reduce_step, unary, BinOp, UnOp};
 use isa::{DType, Inst, VAddr};
 
-/// The VMEM operands (`VAddr`) of a VPU instruction in operand order (dst first).
+/// The VMEM operands (`VAddr`) of a VPU instruction in operand order (dst first), as the ISA
+/// table declares them (`Inst::vmem_operands`).
 pub fn vaddrs(inst: &Inst) -> [Option<VAddr>; 4] {
-    use Inst::*;
-    match *inst {
-        VAdd { dst, a, b, .. }
-        | VSub { dst, a, b, .. }
-        | VMul { dst, a, b, .. }
-        | VDiv { dst, a, b, .. }
-        | VRem { dst, a, b, .. }
-        | VMin { dst, a, b, .. }
-        | VMax { dst, a, b, .. }
-        | VAnd { dst, a, b, .. }
-        | VOr { dst, a, b, .. }
-        | VXor { dst, a, b, .. }
-        | VShl { dst, a, b, .. }
-        | VShr { dst, a, b, .. }
-        | VSra { dst, a, b, .. }
-        | VPow { dst, a, b, .. }
-        | VAtan2 { dst, a, b, .. }
-        | VCmp { dst, a, b, .. } => [Some(dst), Some(a), Some(b), None],
-        VGather { dst, a, idx, .. } => [Some(dst), Some(a), Some(idx), None],
-        VSelect { dst, p, a, b, .. } => [Some(dst), Some(p), Some(a), Some(b)],
-        VIota { dst, .. } => [Some(dst), None, None, None],
-        VSplat { dst, .. } => [Some(dst), None, None, None],
-        VMov { dst, a, .. }
-        | VNeg { dst, a, .. }
-        | VAbs { dst, a, .. }
-        | VSign { dst, a, .. }
-        | VFloor { dst, a, .. }
-        | VCeil { dst, a, .. }
-        | VRound { dst, a, .. }
-        | VRoundEven { dst, a, .. }
-        | VNot { dst, a, .. }
-        | VPopcnt { dst, a, .. }
-        | VClz { dst, a, .. }
-        | VIsFinite { dst, a, .. }
-        | VExp { dst, a, .. }
-        | VExpm1 { dst, a, .. }
-        | VLog { dst, a, .. }
-        | VLog1p { dst, a, .. }
-        | VLogistic { dst, a, .. }
-        | VSqrt { dst, a, .. }
-        | VRsqrt { dst, a, .. }
-        | VCbrt { dst, a, .. }
-        | VTanh { dst, a, .. }
-        | VSin { dst, a, .. }
-        | VCos { dst, a, .. }
-        | VTan { dst, a, .. }
-        | VErf { dst, a, .. }
-        | VCvt { dst, a, .. }
-        | VBcast { dst, a, .. }
-        | VTranspose { dst, a, .. }
-        | VReduce { dst, a, .. } => [Some(dst), Some(a), None, None],
-        _ => [None; 4],
-    }
+    inst.vmem_operands().map(|o| o.map(|(v, _)| v))
 }
 
 fn bin_op(inst: &Inst) -> Option<(BinOp, u32, DType)> {

@@ -37,6 +37,12 @@ macro_rules! reg_offset_operand {
         }
         impl Operand for $name {
             const KIND: &'static str = $kind;
+            fn as_vaddr(&self) -> Option<VAddr> {
+                ($kind == "vaddr").then_some(VAddr {
+                    base: self.base,
+                    off: self.off,
+                })
+            }
             fn to_raw(self, bits: u32) -> Option<u64> {
                 Some(self.base.to_raw(5)? | (self.off.to_raw(bits - 5)? << 5))
             }

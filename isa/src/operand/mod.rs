@@ -91,6 +91,10 @@ pub trait Operand: Sized + Copy {
     fn as_opt_sem(&self) -> Option<Option<Sem>> {
         None
     }
+    /// The value, if this is a VMEM vector address (`VAddr`).
+    fn as_vaddr(&self) -> Option<VAddr> {
+        None
+    }
     /// Visits branch targets (for label resolution and relocation).
     fn visit_target(&mut self, _f: &mut dyn FnMut(&mut Target)) {}
     /// Visits an optional semaphore operand (`wait=` / `signal=`), for a compiler that
