@@ -120,6 +120,10 @@ pub struct RunArgs {
     /// program, see docs/bounded.md).
     #[arg(long)]
     max_cycles: Option<u64>,
+    /// What a race between unordered accesses does: `error` stops the run (exit 1), `warn`
+    /// reports it on stderr and goes on, `off` does not track accesses (docs/timing.md).
+    #[arg(long, value_enum, default_value = "error")]
+    races: crate::cmd_sim::RaceArg,
     /// Print every output element (default: a summary of large outputs).
     #[arg(long)]
     full: bool,
@@ -624,6 +628,7 @@ fn conformance_case(
         SimOptions {
             functional: true,
             max_cycles: sim::default_max_cycles(&c.program),
+            ..Default::default()
         },
         None,
         false,
@@ -730,6 +735,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             max_cycles: a
                 .max_cycles
                 .unwrap_or_else(|| sim::default_max_cycles(&c.program)),
+            races: a.races.into(),
         },
         Some(Box::new(Tee(vec![
             Box::new(OpSink(ops.clone())),
@@ -753,6 +759,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
         Err(ExecError::User(e)) => return Err(user(format!("{}: {e}", file.display()))),
     };
     let (r, sys, wall) = (ex.run, ex.system, ex.wall_seconds);
+    crate::cmd_sim::print_race_warnings(&file, &r);
     let mut outcome = Outcome::Ok;
     let mut max_err = None;
     if !timing_only {

@@ -53,6 +53,46 @@ pub struct SimArgs {
     /// program, 10^8 + 10^5 per instruction + its DMA and data bytes; see docs/bounded.md).
     #[arg(long)]
     max_cycles: Option<u64>,
+    /// What a race between unordered accesses does: `error` stops the run (exit 1), `warn`
+    /// reports it on stderr and goes on, `off` does not track accesses (docs/timing.md).
+    #[arg(long, value_enum, default_value = "error")]
+    races: RaceArg,
+}
+
+/// `--races`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum RaceArg {
+    /// Stop the run (exit 1).
+    Error,
+    /// Report on stderr and go on.
+    Warn,
+    /// Do not track accesses.
+    Off,
+}
+
+impl From<RaceArg> for sim::RaceCheck {
+    fn from(r: RaceArg) -> Self {
+        match r {
+            RaceArg::Error => sim::RaceCheck::Error,
+            RaceArg::Warn => sim::RaceCheck::Warn,
+            RaceArg::Off => sim::RaceCheck::Off,
+        }
+    }
+}
+
+/// Prints the races a `--races warn` run recorded.
+pub fn print_race_warnings(file: &std::path::Path, r: &sim::RunResult) {
+    for w in &r.race_warnings {
+        eprintln!("{}: warning: {w}", file.display());
+    }
+    if r.races_seen > r.race_warnings.len() as u64 {
+        eprintln!(
+            "{}: warning: {} races in all ({} shown)",
+            file.display(),
+            r.races_seen,
+            r.race_warnings.len()
+        );
+    }
 }
 
 /// Bytes one collected trace event is counted as against the memory budget.
@@ -109,6 +149,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
         max_cycles: a
             .max_cycles
             .unwrap_or_else(|| sim::default_max_cycles(&prog)),
+        races: a.races.into(),
     };
     let budget = crate::bounded::budget();
     let mut sys = System::with_memory_limit(&arch, prog, a.replicas, opts, budget.max_memory)
@@ -145,6 +186,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
         }
         Err(e) => return Err(user(format!("{}: error: {e}", a.input.display()))),
     };
+    print_race_warnings(&a.input, &r);
     let us = r.cycles as f64 / arch.clock_mhz;
     println!(
         "cycles: {} ({us:.3} µs at {} MHz)",

@@ -252,6 +252,7 @@ fn run_point(a: &SweepArgs, module: &hlo::Module, sets: &[String]) -> Result<Met
         SimOptions {
             functional: !timing_only,
             max_cycles: sim::default_max_cycles(&c.program),
+            ..Default::default()
         },
         None,
         false,

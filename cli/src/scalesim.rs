@@ -244,6 +244,7 @@ fn simulate(t: &TargetArgs, arch: &arch::ArchConfig, l: &Layer) -> Result<u64, S
         sim::SimOptions {
             functional: false,
             max_cycles: sim::default_max_cycles(&c.program),
+            ..Default::default()
         },
         None,
         false,

@@ -329,3 +329,28 @@ fn maps_of_elementwise_computations_run_on_chip() {
         assert!(out.contains("outputs match the evaluator"), "{out}");
     }
 }
+
+/// `--races`: a program with an unordered VPU write and DMA read stops with exit 1 by
+/// default, runs with a warning naming both under `warn`, and runs silently under `off`.
+#[test]
+fn races_flag_stops_warns_or_ignores() {
+    let f = "tests/chip/latent_race.s";
+    let o = systole(&["sim", f, "--arch", "mini"]);
+    assert_eq!(o.status.code(), Some(1));
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("race (write/read)") && err.contains("vpu.splat"),
+        "{err}"
+    );
+    let o = systole(&["sim", f, "--arch", "mini", "--races", "warn"]);
+    assert_eq!(o.status.code(), Some(0));
+    let (out, err) = text(&o);
+    assert!(
+        err.contains("warning: chip 0: race") && err.contains("dma.copy"),
+        "{err}"
+    );
+    assert!(out.contains("cycles:"), "{out}");
+    let o = systole(&["sim", f, "--arch", "mini", "--races", "off"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!text(&o).1.contains("race"));
+}

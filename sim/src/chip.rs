@@ -151,6 +151,12 @@ pub struct Chip {
     pub sem_signal_n: [u32; 32],
     /// Happens-before race detection (with `races`).
     pub hb: Option<crate::race::Hb>,
+    /// What a race does.
+    pub race_mode: crate::system::RaceCheck,
+    /// Races recorded under [`RaceCheck::Warn`](crate::system::RaceCheck::Warn).
+    pub race_warnings: Vec<String>,
+    /// Races seen in all.
+    pub races_seen: u64,
     /// The race id the next DMA transfer records.
     pub next_dma_race_id: u64,
     /// ICI instructions posted since the System last drained them (`true`: a send).
@@ -247,6 +253,9 @@ impl Chip {
             sem_wait_n: [1; 32],
             sem_signal_n: [1; 32],
             hb: Some(crate::race::Hb::new(p.cores, MXU0 + p.mxus + 1, 32)),
+            race_mode: crate::system::RaceCheck::Error,
+            race_warnings: Vec::new(),
+            races_seen: 0,
             next_dma_race_id: 0,
             ici_out: Vec::new(),
             ici_live: Vec::new(),
@@ -401,6 +410,21 @@ impl Chip {
         }
         for c in 0..self.cores.len() {
             self.schedule_seq(c, Cycle::ZERO);
+        }
+        Ok(())
+    }
+
+    /// A race was found: an error, or a recorded warning under `RaceCheck::Warn`.
+    pub(crate) fn race(&mut self, msg: String) -> Result<(), SimError> {
+        if self.race_mode != crate::system::RaceCheck::Warn {
+            return Err(SimError::Race {
+                chip: self.idx,
+                msg,
+            });
+        }
+        self.races_seen += 1;
+        if self.race_warnings.len() < crate::system::MAX_RACE_WARNINGS {
+            self.race_warnings.push(format!("chip {}: {msg}", self.idx));
         }
         Ok(())
     }

@@ -40,5 +40,6 @@ pub use chip::{MxuRecord, MxuRecordOp};
 pub use cycle::Cycle;
 pub use error::{DeadlockReport, SimError, TimeoutReport};
 pub use system::{
-    default_max_cycles, RunResult, SimOptions, System, MAX_DEFAULT_CYCLES, MAX_EVENTS_PER_CYCLE,
+    default_max_cycles, RaceCheck, RunResult, SimOptions, System, MAX_DEFAULT_CYCLES,
+    MAX_EVENTS_PER_CYCLE, MAX_RACE_WARNINGS,
 };

@@ -27,7 +27,26 @@ pub struct SimOptions {
     pub functional: bool,
     /// Stop with [`SimError::Timeout`] past this cycle.
     pub max_cycles: u64,
+    /// What a detected race does (docs/timing.md, Races).
+    pub races: RaceCheck,
 }
+
+/// What the simulator does with a race between unordered accesses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RaceCheck {
+    /// Stop the run with [`SimError::Race`] (exit 1 in the CLI).
+    #[default]
+    Error,
+    /// Record it in [`RunResult::race_warnings`] (the first [`MAX_RACE_WARNINGS`]) and go on:
+    /// for experiments with a program known to be racy.
+    Warn,
+    /// Do not track accesses (faster; a racy program's results are then whatever the
+    /// simulator's order gives).
+    Off,
+}
+
+/// Races kept as warnings per chip.
+pub const MAX_RACE_WARNINGS: usize = 100;
 
 /// Most events the simulator handles at one cycle before it declares that time does not
 /// advance (no progress).
@@ -51,6 +70,7 @@ impl Default for SimOptions {
         SimOptions {
             functional: true,
             max_cycles: 1 << 40,
+            races: RaceCheck::Error,
         }
     }
 }
@@ -62,6 +82,11 @@ pub struct RunResult {
     pub cycles: u64,
     /// Events processed (a measure of simulator work).
     pub events: u64,
+    /// Races seen with [`RaceCheck::Warn`] (at most [`MAX_RACE_WARNINGS`] per chip), and
+    /// how many there were in all.
+    pub race_warnings: Vec<String>,
+    /// Races seen in all (with [`RaceCheck::Warn`]).
+    pub races_seen: u64,
 }
 
 /// A system of chips running one program.
@@ -133,7 +158,15 @@ impl System {
         params.pool.set_limit(max_memory.saturating_sub(state));
         let mut stats = Stats::new();
         let chips = (0..replicas)
-            .map(|i| Chip::new(i, &params, &mut stats, opts.functional))
+            .map(|i| {
+                let mut ch = Chip::new(i, &params, &mut stats, opts.functional);
+                ch.race_mode = opts.races;
+                if opts.races == RaceCheck::Off {
+                    ch.races = None;
+                    ch.hb = None;
+                }
+                ch
+            })
             .collect();
         Ok(System {
             params,
@@ -419,7 +452,18 @@ impl System {
                 }
             }
         }
-        Ok(RunResult { cycles, events })
+        let mut race_warnings = Vec::new();
+        let mut races_seen = 0;
+        for ch in &mut self.chips {
+            race_warnings.append(&mut ch.race_warnings);
+            races_seen += ch.races_seen;
+        }
+        Ok(RunResult {
+            cycles,
+            events,
+            race_warnings,
+            races_seen,
+        })
     }
 
     /// Why a run stopped early, with where every unit was.

@@ -237,14 +237,16 @@ impl Chip {
                         .map_or(u64::MAX, |d| d.get().max(st.start.get() + 1)),
                     touches,
                 };
-                let chip = self.idx;
-                if let Some(h) = &mut self.hb {
-                    h.start(pick, wait.map(|s| s.0), live.dma, &live)
-                        .map_err(|msg| SimError::Race { chip, msg })?;
+                if let Some(Err(msg)) = self
+                    .hb
+                    .as_mut()
+                    .map(|h| h.start(pick, wait.map(|s| s.0), live.dma, &live))
+                {
+                    self.race(msg)?;
                 }
                 if !live.touches.is_empty() {
                     if let Some(Err(msg)) = self.races.as_mut().map(|r| r.add(live)) {
-                        return Err(SimError::Race { chip, msg });
+                        self.race(msg)?;
                     }
                 }
             }

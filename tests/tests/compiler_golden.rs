@@ -29,6 +29,7 @@ fn cycles(c: &compiler::Compiled, arch: &arch::ArchConfig, functional: bool) -> 
         SimOptions {
             functional,
             max_cycles: 1 << 40,
+            ..Default::default()
         },
     )
     .expect("system");
@@ -54,6 +55,7 @@ fn on_preset(m: &hlo::Module, preset: &str, sets: &[&str]) -> Result<u64, String
         SimOptions {
             functional: true,
             max_cycles: 1 << 40,
+            ..Default::default()
         },
     )
     .map_err(|e| first(e.to_string()))?;

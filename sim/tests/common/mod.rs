@@ -53,6 +53,7 @@ pub fn try_run_mini(text: &str, functional: bool) -> Result<u64, sim::SimError> 
         SimOptions {
             functional,
             max_cycles: 1 << 30,
+            ..Default::default()
         },
     )
     .unwrap();
