@@ -14,13 +14,56 @@
 //! So the text's size depends on the number of module kinds, not on `R × C` (rust-hdl alone
 //! writes one module per instance: 65 536 PE modules for 256 × 256).
 
-use crate::acc::AccColumn;
+use crate::acc::{addr_bits, AccBf16, AccI8};
 use crate::delay::DelayLine;
 use crate::mxu::MxuCtrl;
-use crate::params::MxuParams;
-use crate::pe::Pe;
+use crate::params::{Mode, MxuParams};
+use crate::pe::{PeBf16, PeI8};
 use crate::HwError;
 use rust_hdl::prelude::*;
+
+/// `mxu_delay{W}` for a design whose lines are at most `maxd` deep (a power of two ≤ 256).
+macro_rules! delay_leaf {
+    ($w:literal, $maxd:expr, $name:expr) => {
+        match $maxd {
+            1 => delay_text(DelayLine::<$w, { $w * 1 }>::new(0), $w, $name),
+            2 => delay_text(DelayLine::<$w, { $w * 2 }>::new(0), $w, $name),
+            4 => delay_text(DelayLine::<$w, { $w * 4 }>::new(0), $w, $name),
+            8 => delay_text(DelayLine::<$w, { $w * 8 }>::new(0), $w, $name),
+            16 => delay_text(DelayLine::<$w, { $w * 16 }>::new(0), $w, $name),
+            32 => delay_text(DelayLine::<$w, { $w * 32 }>::new(0), $w, $name),
+            64 => delay_text(DelayLine::<$w, { $w * 64 }>::new(0), $w, $name),
+            128 => delay_text(DelayLine::<$w, { $w * 128 }>::new(0), $w, $name),
+            256 => delay_text(DelayLine::<$w, { $w * 256 }>::new(0), $w, $name),
+            m => unreachable!("delay lines of {m} stages (sides are at most 256)"),
+        }
+    };
+}
+
+/// `mxu_acc` with `2^n` words (`1 ≤ n ≤ 16`).
+macro_rules! acc_leaf {
+    ($ty:ident, $n:expr) => {
+        match $n {
+            1 => acc_text($ty::<1>::new()),
+            2 => acc_text($ty::<2>::new()),
+            3 => acc_text($ty::<3>::new()),
+            4 => acc_text($ty::<4>::new()),
+            5 => acc_text($ty::<5>::new()),
+            6 => acc_text($ty::<6>::new()),
+            7 => acc_text($ty::<7>::new()),
+            8 => acc_text($ty::<8>::new()),
+            9 => acc_text($ty::<9>::new()),
+            10 => acc_text($ty::<10>::new()),
+            11 => acc_text($ty::<11>::new()),
+            12 => acc_text($ty::<12>::new()),
+            13 => acc_text($ty::<13>::new()),
+            14 => acc_text($ty::<14>::new()),
+            15 => acc_text($ty::<15>::new()),
+            16 => acc_text($ty::<16>::new()),
+            m => unreachable!("accumulators of 2^{m} rows (at most 2^16)"),
+        }
+    };
+}
 
 /// The complete Verilog text of the MXU for `p` (top module `mxu`, then its modules).
 pub fn verilog(p: &MxuParams) -> Result<String, HwError> {
@@ -36,20 +79,176 @@ pub fn verilog(p: &MxuParams) -> Result<String, HwError> {
     s += &top(p);
     s += &module(MxuCtrl::new(p), "mxu_ctrl");
     // The leaves' defaults (row 0, depth 0) are overridden per instance by the top.
-    s += &module(Pe::new(p.mode, 0), "mxu_pe");
-    s += &module(DelayLine::<Bit>::new(0), "mxu_delay1");
-    s += &module(DelayLine::<Bits<16>>::new(0), "mxu_delay16");
-    s += &module(DelayLine::<Bits<32>>::new(0), "mxu_delay32");
-    s += &module(AccColumn::new(p.mode, p.acc_rows), "mxu_acc");
+    s += &match p.mode {
+        Mode::Int8 => pe_leaf(PeI8::new(0)),
+        Mode::Bf16 => pe_leaf(PeBf16::new(0)),
+    };
+    let maxd = leaf_max_depth(p);
+    s += &delay_leaf!(1, maxd, "mxu_delay1");
+    s += &delay_leaf!(16, maxd, "mxu_delay16");
+    s += &delay_leaf!(32, maxd, "mxu_delay32");
+    let n = addr_bits(p.acc_rows);
+    s += &match p.mode {
+        Mode::Int8 => acc_leaf!(AccI8, n),
+        Mode::Bf16 => acc_leaf!(AccBf16, n),
+    };
     s.push('\n');
     Ok(s)
+}
+
+/// The stages the top's delay lines (`mxu_delay*`) hold: the deepest line of the top is
+/// `max(R, C) - 1` (input skew `R - 1`, weight-bus skew and de-skew `C - 1`), rounded up to a
+/// power of two (one Rust type per size) and at least 1.
+pub fn leaf_max_depth(p: &MxuParams) -> usize {
+    (p.rows.max(p.cols) - 1).max(1).next_power_of_two()
+}
+
+/// `mxu_pe`: rust-hdl's module with its constant `ROW` made the module parameter
+/// `parameter [15:0] ROW` (see [`param`]).
+fn pe_leaf<B: Block>(b: B) -> String {
+    let text = module(b, "mxu_pe");
+    param(&text, "mxu_pe", &["ROW"], |v| {
+        format!("parameter [15:0] ROW = {};", v[0])
+    })
+}
+
+/// `mxu_delay{W}`: rust-hdl's module with its constants `is_wire` and `tap` derived from the
+/// module parameter `DEPTH` (default: the instance's depth, 0).
+fn delay_text<B: Block>(b: B, w: usize, name: &str) -> String {
+    let text = module(b, name);
+    param(&text, name, &["is_wire", "tap"], |v| {
+        assert_eq!(v, ["1'b1", "16'h0"], "built as a wire (depth 0)");
+        format!(
+            "parameter DEPTH = 0;\n\
+             localparam is_wire = (DEPTH == 0);\n\
+             localparam tap = (DEPTH == 0) ? 0 : {w} * (DEPTH - 1);"
+        )
+    })
+}
+
+/// `mxu_acc`: rust-hdl's module, with its RAM's power-on zeros (rust-hdl writes one
+/// `mem[i] = 0;` line per word) written as one loop (see [`zero_init_loop`]).
+fn acc_text<B: Block>(b: B) -> String {
+    zero_init_loop(&module(b, "mxu_acc"))
+}
+/// Replaces the declarations of rust-hdl constants `names` (`localparam <name> = <value>;`, each
+/// exactly once in `module`'s own text) by `with(values)`, written where the first of them was.
+/// This is how a leaf gets its Verilog module parameter: rust-hdl 0.46 writes constants as
+/// `localparam`s and has no module parameters.
+fn param(text: &str, module: &str, names: &[&str], with: impl Fn(&[&str]) -> String) -> String {
+    let head = format!("module {module}(");
+    let start = text.find(&head).expect("the module is in its text");
+    let end = start + text[start..].find("endmodule").expect("the module ends");
+    let mut values = vec![None; names.len()];
+    let mut out = String::with_capacity(text.len() + 128);
+    out += &text[..start];
+    let mut placed = false;
+    for line in text[start..end].split_inclusive('\n') {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let hit = match f.as_slice() {
+            ["localparam", name, "=", v] => names.iter().position(|n| n == name).map(|i| (i, *v)),
+            _ => None,
+        };
+        match hit {
+            Some((i, v)) => {
+                assert!(values[i].is_none(), "{module}: {} declared twice", names[i]);
+                values[i] = Some(v.trim_end_matches(';'));
+                if !placed {
+                    out += "\u{0}";
+                    placed = true;
+                }
+            }
+            None => out += line,
+        }
+    }
+    let values: Vec<&str> = values
+        .iter()
+        .zip(names)
+        .map(|(v, n)| v.unwrap_or_else(|| panic!("{module}: no localparam {n}")))
+        .collect();
+    let out = out.replacen('\u{0}', &format!("{}\n", with(&values)), 1);
+    out + &text[end..]
+}
+
+/// Replaces rust-hdl's RAM initialization (`initial begin`, then `mem[<i>] = <zero>;` for every
+/// word `i = 0, 1, …` in order, then `end`) by the equivalent loop, so the text does not grow
+/// with `A`. Text that is not exactly that is returned unchanged (a unit test pins the form).
+fn zero_init_loop(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(init) = lines
+        .windows(2)
+        .position(|l| l[0].trim() == "initial begin" && l[1].trim_start().starts_with("mem["))
+    else {
+        return text.to_string();
+    };
+    let mut zero = None;
+    let mut n = 0usize;
+    for l in &lines[init + 1..] {
+        let Some((addr, val)) = l
+            .trim()
+            .strip_prefix("mem[")
+            .and_then(|r| r.strip_suffix(';'))
+            .and_then(|r| r.split_once("] = "))
+        else {
+            break;
+        };
+        let is_n = verilog_literal(addr) == Some(n as u64);
+        let is_zero = verilog_literal(val) == Some(0) && zero.is_none_or(|z| z == val);
+        if !(is_n && is_zero) {
+            return text.to_string();
+        }
+        zero = Some(val);
+        n += 1;
+    }
+    let (Some(zero), true) = (
+        zero,
+        lines.get(init + 1 + n).map(|l| l.trim()) == Some("end"),
+    ) else {
+        return text.to_string();
+    };
+    let indent = &lines[init][..lines[init].len() - lines[init].trim_start().len()];
+    let mut out = String::with_capacity(text.len());
+    for l in &lines[..init] {
+        out += l;
+        out.push('\n');
+    }
+    out += &format!(
+        "{indent}integer i;\n{indent}initial begin\n\
+         {indent}    for (i = 0; i < {n}; i = i + 1) mem[i] = {zero};\n"
+    );
+    for l in &lines[init + 1 + n..] {
+        out += l;
+        out.push('\n');
+    }
+    out
+}
+
+/// The value of a sized Verilog literal (`6'b101`, `32'h0`, `16'd7`).
+fn verilog_literal(s: &str) -> Option<u64> {
+    let (_, v) = s.split_once('\'')?;
+    let (radix, digits) = v.split_at(1);
+    let radix = match radix {
+        "b" => 2,
+        "h" => 16,
+        "d" => 10,
+        _ => return None,
+    };
+    u64::from_str_radix(digits, radix).ok()
 }
 
 /// rust-hdl's Verilog of block `b` as the top of its own tree, with the top module (rust-hdl's
 /// `top`) renamed `name` and its sub-modules `top$…` renamed `name$…`.
 fn module<B: Block>(mut b: B, name: &str) -> String {
     b.connect_all();
-    rename_top(&generate_verilog(&b), name)
+    lint_directives(&rename_top(&generate_verilog(&b), name))
+}
+
+/// rust-hdl 0.46 writes `comment!("verilator lint_off WIDTH")` in an `#[hdl_gen]` kernel as
+/// `// comment! ("verilator lint_off WIDTH`; this makes it the Verilator directive it says
+/// (`// verilator lint_off WIDTH`). The blocks use it around their zero-extensions only (see
+/// `crate::arith::comment` and docs/rtl.md).
+fn lint_directives(text: &str) -> String {
+    text.replace("// comment! (\"verilator ", "// verilator ")
 }
 
 /// Renames rust-hdl's module `top` and its sub-modules `top$…` (module headers, `endmodule`
@@ -233,8 +432,10 @@ mod tests {
         let small = verilog(&p(4, 4)).unwrap();
         let big = verilog(&p(256, 256)).unwrap();
         assert_eq!(small.lines().count(), big.lines().count());
+        // Only widths change: the delay lines' packed registers (and the masks of their
+        // zero-extension, up to 8192 bits = 2048 hex digits each) grow with the deepest line.
         assert!(
-            big.len() < small.len() + 64,
+            big.len() < small.len() + 4096,
             "{} vs {}",
             big.len(),
             small.len()
@@ -244,5 +445,50 @@ mod tests {
             small.matches("\nmodule ").count()
         );
         assert_eq!(verilog(&p(256, 256)).unwrap(), big, "deterministic");
+    }
+
+    #[test]
+    fn leaves_get_their_parameters_and_a_compact_ram_init() {
+        let v = verilog(&p(8, 8)).unwrap();
+        // The PE's row and the delay lines' depth are module parameters, in rust-hdl's text.
+        assert_eq!(v.matches("parameter [15:0] ROW = 16'h0;\n").count(), 1);
+        assert_eq!(v.matches("parameter DEPTH = 0;\n").count(), 3);
+        assert_eq!(v.matches("localparam is_wire = (DEPTH == 0);").count(), 3);
+        for w in [1, 16, 32] {
+            assert!(v.contains(&format!(
+                "localparam tap = (DEPTH == 0) ? 0 : {w} * (DEPTH - 1);"
+            )));
+        }
+        assert!(!v.contains("localparam  ROW"));
+        // rust-hdl's comments became Verilator directives, in pairs.
+        assert!(!v.contains("comment!"));
+        assert_eq!(
+            v.matches("// verilator lint_off WIDTH").count(),
+            v.matches("// verilator lint_on WIDTH").count()
+        );
+        // The accumulator's power-on zeros are one loop, whatever A.
+        assert!(v.contains("for (i = 0; i < 64; i = i + 1) mem[i] = 32'h0;"));
+        assert!(!v.contains("mem[6'b"));
+        let big = verilog(&MxuParams {
+            acc_rows: 65_536,
+            ..p(8, 8)
+        })
+        .unwrap();
+        assert!(big.contains("for (i = 0; i < 65536; i = i + 1) mem[i] = 32'h0;"));
+        assert_eq!(big.lines().count(), v.lines().count());
+    }
+
+    #[test]
+    fn zero_init_loop_leaves_other_text_alone() {
+        let ram = "x\n  initial begin\n  mem[2'b0] = 32'h0;\n  mem[2'b1] = 32'h0;\n  end\ny\n";
+        assert_eq!(
+            zero_init_loop(ram),
+            "x\n  integer i;\n  initial begin\n      for (i = 0; i < 2; i = i + 1) mem[i] = 32'h0;\n  end\ny\n"
+        );
+        // A non-zero word, or words out of order, are not a zero fill.
+        let nz = ram.replace("mem[2'b1] = 32'h0", "mem[2'b1] = 32'h5");
+        assert_eq!(zero_init_loop(&nz), nz);
+        let order = ram.replace("mem[2'b1]", "mem[2'b11]");
+        assert_eq!(zero_init_loop(&order), order);
     }
 }

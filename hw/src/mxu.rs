@@ -26,6 +26,11 @@ use crate::delay::DelayLine;
 use crate::params::MxuParams;
 use rust_hdl::prelude::*;
 
+/// Register stages the control pipeline's delay lines hold: `R + C - 1 ≤ 511`. Each line is its
+/// own module (`mxu_ctrl$pvalid` …) with its tap fixed by rust-hdl; the unread stages past the
+/// tap are removed by synthesis.
+pub const CTRL_MAX_DEPTH: usize = 2 * crate::params::MAX_SIDE;
+
 /// The control block of the matrix unit (a rust-hdl `#[hdl_gen]` block; its Verilog is the
 /// module `mxu_ctrl` and its registers' modules `mxu_ctrl$…`).
 #[derive(LogicBlock)]
@@ -75,10 +80,10 @@ pub struct MxuCtrl {
     row_addr: Signal<Local, Bits<16>>,
     row_acc: Signal<Local, Bit>,
     // Control pipeline beside the data.
-    pvalid: DelayLine<Bit>,
-    paddr: DelayLine<Bits<16>>,
-    pacc: DelayLine<Bit>,
-    praddr: DelayLine<Bits<16>>,
+    pvalid: DelayLine<1, { CTRL_MAX_DEPTH }>,
+    paddr: DelayLine<16, { 16 * CTRL_MAX_DEPTH }>,
+    pacc: DelayLine<1, { CTRL_MAX_DEPTH }>,
+    praddr: DelayLine<16, { 16 * CTRL_MAX_DEPTH }>,
 }
 
 impl MxuCtrl {
@@ -188,17 +193,17 @@ impl Logic for MxuCtrl {
         }
 
         // Control pipeline beside the data (R + C - 1 stages; the read address one stage less).
-        self.pvalid.d.next = self.x_valid.val();
+        self.pvalid.d.next = self.x_valid.val().into();
         self.paddr.d.next = self.row_addr.val();
-        self.pacc.d.next = self.row_acc.val();
+        self.pacc.d.next = self.row_acc.val().into();
         self.praddr.d.next = self.row_addr.val();
 
         // Accumulator stage and result port.
         self.acc_raddr.next = self.praddr.q.val();
-        self.acc_valid.next = self.pvalid.q.val();
+        self.acc_valid.next = self.pvalid.q.val().into();
         self.acc_addr.next = self.paddr.q.val();
-        self.acc_acc.next = self.pacc.q.val();
-        self.rv.d.next = self.pvalid.q.val();
+        self.acc_acc.next = self.pacc.q.val().into();
+        self.rv.d.next = self.pvalid.q.val().into();
         self.ra.d.next = self.paddr.q.val();
         self.r_valid.next = self.rv.q.val();
         self.r_addr.next = self.ra.q.val();
