@@ -73,6 +73,10 @@ struct SynthArgs {
     netlist_trials: usize,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Also place and route on an iCE40 HX8K with nextpnr-ice40 and report the achieved Fmax
+    /// (`--target ice40` only).
+    #[arg(long)]
+    pnr: bool,
 }
 
 fn params(a: &ArchArgs) -> Result<MxuParams> {
@@ -188,6 +192,13 @@ fn synth(s: SynthArgs) -> Result<Outcome> {
         "xilinx" => hw::synth::Target::Xilinx,
         _ => hw::synth::Target::Ice40,
     };
+    if s.pnr && target != hw::synth::Target::Ice40 {
+        return Err(anyhow::Error::new(UserError(
+            "--pnr places and routes with nextpnr-ice40 and needs --target ice40 (there is no \
+             open place-and-route for Xilinx parts here; see docs/rtl.md)"
+                .into(),
+        )));
+    }
     let rep = hw::synth::synthesize(&p, target).map_err(user)?;
     println!(
         "{} on {}: DSP {}  LUT {}  FF {}  BRAM {}  LUTRAM {}  ({:.1} s, yosys {})",
@@ -207,6 +218,16 @@ fn synth(s: SynthArgs) -> Result<Outcome> {
         p.rows * p.cols,
         rep.dsp as f64 / (p.rows * p.cols) as f64
     );
+    if s.pnr {
+        let (device, package) = hw::synth::ICE40_DEVICE;
+        let pnr = hw::synth::place_and_route_ice40(&p).map_err(user)?;
+        println!(
+            "place and route (nextpnr-ice40, iCE40 {device} {package}, seed 1): Fmax {:.2} MHz  \
+             LC {}/{}  RAM {}/{}  ({:.1} s, {})",
+            pnr.fmax_mhz, pnr.lc.0, pnr.lc.1, pnr.ram.0, pnr.ram.1, pnr.seconds, pnr.nextpnr
+        );
+        println!("nextpnr log: {}", pnr.log.display());
+    }
     if s.netlist_trials > 0 {
         let net = hw::synth::NetlistModel::new(&p, target, &rep.netlist)?;
         let cos =

@@ -163,7 +163,7 @@ fn add_mismatches(rounding: Rounding, vectors: &[(u32, u32)]) -> (usize, Option<
     (bad, first)
 }
 
-const ADD_CASES: usize = 60_000;
+const ADD_CASES: usize = 400_000;
 
 #[test]
 fn add_f32_matches_rust_f32_with_flush_rules() {
@@ -251,6 +251,22 @@ fn mul_bf16_every_exponent_pair() {
 }
 
 #[test]
+fn mul_bf16_random_pairs() {
+    // Any bit patterns (all classes in proportion to their codes), 400 000 pairs.
+    let mut rng = Rng::new(6);
+    let mut uut = MulBf16::default();
+    uut.connect_all();
+    for _ in 0..400_000 {
+        let (a, w) = (rng.next_u64() as u16, rng.next_u64() as u16);
+        let (got, want) = (mul_hw(&mut uut, a, w), ref_mul(a, w));
+        assert_eq!(
+            got, want,
+            "{a:#06x} * {w:#06x}: hw {got:#010x}, ref {want:#010x}"
+        );
+    }
+}
+
+#[test]
 fn mac_i8_every_product() {
     // All 65 536 int8 × int8 products, with random (garbage) high bytes and random partial sums
     // (wrapping included).
@@ -281,7 +297,7 @@ fn mac_bf16_random() {
     let mut uut = MacBf16::default();
     uut.connect_all();
     let mut p = 0u32;
-    for i in 0..20_000 {
+    for i in 0..100_000 {
         let a = crate::ops::random_elem(&mut rng, crate::Mode::Bf16);
         let w = crate::ops::random_elem(&mut rng, crate::Mode::Bf16);
         uut.a.next = (a as LiteralType).into();

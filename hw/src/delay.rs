@@ -68,3 +68,52 @@ impl<const W: usize, const S: usize> Logic for DelayLine<W, S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Every depth of a line in rust-hdl's simulator: `q(c) = d(c - DEPTH)`.
+    use super::*;
+    use crate::ops::Rng;
+
+    fn check<const W: usize, const S: usize>(depth: usize) {
+        let mut uut = DelayLine::<W, S>::new(depth);
+        uut.connect_all();
+        let mut rng = Rng::new(depth as u64);
+        let mask = (1u64 << W) - 1;
+        let xs: Vec<u64> = (0..3 * S / W + 8).map(|_| rng.next_u64() & mask).collect();
+        for (i, &x) in xs.iter().enumerate() {
+            uut.d.next = x.into();
+            assert!(simulate(&mut uut, 1000));
+            if depth == 0 {
+                let q: LiteralType = uut.q.val().into();
+                assert_eq!(q, x, "wire, cycle {i}");
+            }
+            uut.clock.next = true.into();
+            assert!(simulate(&mut uut, 1000));
+            if depth > 0 {
+                // After edge i the line holds d(i), …, d(i - depth + 1): q = d(i + 1 - depth).
+                let want = (i + 1).checked_sub(depth).map_or(0, |j| xs[j]);
+                let q: LiteralType = uut.q.val().into();
+                assert_eq!(q, want, "depth {depth}, cycle {i}");
+            }
+            uut.clock.next = false.into();
+            assert!(simulate(&mut uut, 1000));
+        }
+    }
+
+    #[test]
+    fn every_depth_delays_by_its_depth() {
+        for depth in 0..=8 {
+            check::<16, 128>(depth);
+            check::<1, 8>(depth);
+            check::<32, 256>(depth);
+        }
+        check::<16, { 16 * 512 }>(511);
+    }
+
+    #[test]
+    #[should_panic(expected = "delay line of depth 9")]
+    fn a_line_deeper_than_its_register_is_refused() {
+        let _ = DelayLine::<16, 128>::new(9);
+    }
+}
