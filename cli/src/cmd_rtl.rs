@@ -213,6 +213,15 @@ fn synth(s: SynthArgs) -> Result<Outcome> {
         rep.yosys
     );
     println!("netlist: {}", rep.netlist.display());
+    if let Some(ps) = rep.sta_ps {
+        println!(
+            "timing (Yosys sta, Xilinx cell delays only, no routing): longest path {ps} ps, \
+             Fmax at most {:.0} MHz",
+            1e6 / ps.max(1) as f64
+        );
+    } else if target == hw::synth::Target::Xilinx {
+        println!("timing: Yosys sta gave no estimate");
+    }
     println!(
         "PEs: {}  DSP per PE: {:.2}",
         p.rows * p.cols,

@@ -76,6 +76,11 @@ pub struct SynthReport {
     pub yosys: String,
     /// The synthesized netlist (Verilog).
     pub netlist: PathBuf,
+    /// Xilinx only: Yosys's static timing estimate, the latest arrival time in ps of the
+    /// flattened netlist with the delays of Yosys's Xilinx cell models (`sta` after reading
+    /// `cells_sim.v` with `-specify`). Cell delays only: no routing, no clock-to-out or setup
+    /// margins, so `1e6 / sta_ps` MHz is an upper bound on Fmax, not a timing closure.
+    pub sta_ps: Option<u64>,
 }
 
 /// Classifies Yosys's cell counts into DSP/LUT/FF/BRAM.
@@ -124,14 +129,30 @@ pub fn parse_stat(log: &str) -> Vec<(String, u64)> {
     cells
 }
 
+/// The latest arrival time (ps) of Yosys's `sta` (`Latest arrival time in 'mxu' is 4607:`).
+pub fn parse_sta(log: &str) -> Option<u64> {
+    log.lines().rev().find_map(|l| {
+        let rest = l.trim().strip_prefix("Latest arrival time in '")?;
+        rest.split_once("' is ")?
+            .1
+            .trim_end_matches(':')
+            .parse()
+            .ok()
+    })
+}
+
 /// Synthesizes the MXU for `p` with Yosys for `target` (in a scratch folder kept for the netlist).
 pub fn synthesize(p: &MxuParams, target: Target) -> Result<SynthReport, HwError> {
     let dir = crate::flow::scratch_dir(&format!("synth-{}-{}", p.tag(), target.name()))?;
     let v = dir.join("mxu.v");
     tools::write(&v, &emit::verilog(p)?)?;
     let netlist = dir.join("netlist.v");
+    let sta = match target {
+        Target::Xilinx => "read_verilog -lib -specify +/xilinx/cells_sim.v\nsta\n",
+        Target::Ice40 => "",
+    };
     let script = format!(
-        "read_verilog {v}\n{synth}\nstat\nwrite_verilog -noattr {n}\n",
+        "read_verilog {v}\n{synth}\nstat\nwrite_verilog -noattr {n}\n{sta}",
         v = v.display(),
         synth = target.script(),
         n = netlist.display()
@@ -168,6 +189,7 @@ pub fn synthesize(p: &MxuParams, target: Target) -> Result<SynthReport, HwError>
         seconds,
         yosys: tools::version("yosys"),
         netlist,
+        sta_ps: parse_sta(&full),
     })
 }
 
@@ -399,6 +421,10 @@ mod tests {
         assert_eq!(parse_utilisation(log, "SB_GB"), None);
         assert_eq!(parse_fmax(log), Some(71.25));
         assert_eq!(parse_fmax("Info: nothing"), None);
+        let sta = "4. Executing STA pass (static timing analysis).\n\
+                   Latest arrival time in 'mxu' is 4607:\n    4607 (<unknown>)\n";
+        assert_eq!(parse_sta(sta), Some(4607));
+        assert_eq!(parse_sta("Latest arrival time in 'mxu' is soon:"), None);
     }
 
     #[test]
