@@ -199,6 +199,15 @@ fn synth(s: SynthArgs) -> Result<Outcome> {
                 .into(),
         )));
     }
+    if s.pnr && !hw::tools::available("nextpnr-ice40") {
+        // Before Yosys runs: say at once that the place-and-route cannot happen.
+        return Err(anyhow::Error::new(HwError::Tool {
+            tool: "nextpnr-ice40".into(),
+            msg: "not installed; --pnr needs it (Debian: apt-get install nextpnr-ice40, see \
+                  scripts/setup.sh)"
+                .into(),
+        }));
+    }
     let rep = hw::synth::synthesize(&p, target).map_err(user)?;
     println!(
         "{} on {}: DSP {}  LUT {}  FF {}  BRAM {}  LUTRAM {}  ({:.1} s, yosys {})",

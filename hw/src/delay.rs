@@ -33,10 +33,11 @@ impl<const W: usize, const S: usize> DelayLine<W, S> {
     /// The largest depth this type holds.
     pub const MAX_DEPTH: usize = S / W;
 
-    /// A line of `depth ≤ S / W` stages.
+    /// A line of `depth ≤ S / W` stages. The register holds at least two stages (`S ≥ 2W`): a
+    /// one-bit register is a Verilog scalar, which cannot be part-selected.
     pub fn new(depth: usize) -> Self {
         assert!(
-            S.is_multiple_of(W) && depth <= Self::MAX_DEPTH,
+            S.is_multiple_of(W) && S >= 2 * W && depth <= Self::MAX_DEPTH,
             "delay line of depth {depth} in {S} bits of {W}-bit stages"
         );
         Self {

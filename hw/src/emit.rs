@@ -16,17 +16,16 @@
 
 use crate::acc::{addr_bits, AccBf16, AccI8};
 use crate::delay::DelayLine;
-use crate::mxu::MxuCtrl;
+use crate::mxu::{ctrl_depth, MxuCtrl};
 use crate::params::{Mode, MxuParams};
 use crate::pe::{PeBf16, PeI8};
 use crate::HwError;
 use rust_hdl::prelude::*;
 
-/// `mxu_delay{W}` for a design whose lines are at most `maxd` deep (a power of two ≤ 256).
+/// `mxu_delay{W}` for a design whose lines are at most `maxd` deep (a power of two, 2 to 256).
 macro_rules! delay_leaf {
     ($w:literal, $maxd:expr, $name:expr) => {
         match $maxd {
-            1 => delay_text(DelayLine::<$w, { $w * 1 }>::new(0), $w, $name),
             2 => delay_text(DelayLine::<$w, { $w * 2 }>::new(0), $w, $name),
             4 => delay_text(DelayLine::<$w, { $w * 4 }>::new(0), $w, $name),
             8 => delay_text(DelayLine::<$w, { $w * 8 }>::new(0), $w, $name),
@@ -36,6 +35,23 @@ macro_rules! delay_leaf {
             128 => delay_text(DelayLine::<$w, { $w * 128 }>::new(0), $w, $name),
             256 => delay_text(DelayLine::<$w, { $w * 256 }>::new(0), $w, $name),
             m => unreachable!("delay lines of {m} stages (sides are at most 256)"),
+        }
+    };
+}
+
+/// `mxu_ctrl` with control pipelines of `d` stages (a power of two, 4 to 512).
+macro_rules! ctrl_leaf {
+    ($d:expr, $p:expr) => {
+        match $d {
+            4 => module(MxuCtrl::<4, { 16 * 4 }>::new($p), "mxu_ctrl"),
+            8 => module(MxuCtrl::<8, { 16 * 8 }>::new($p), "mxu_ctrl"),
+            16 => module(MxuCtrl::<16, { 16 * 16 }>::new($p), "mxu_ctrl"),
+            32 => module(MxuCtrl::<32, { 16 * 32 }>::new($p), "mxu_ctrl"),
+            64 => module(MxuCtrl::<64, { 16 * 64 }>::new($p), "mxu_ctrl"),
+            128 => module(MxuCtrl::<128, { 16 * 128 }>::new($p), "mxu_ctrl"),
+            256 => module(MxuCtrl::<256, { 16 * 256 }>::new($p), "mxu_ctrl"),
+            512 => module(MxuCtrl::<512, { 16 * 512 }>::new($p), "mxu_ctrl"),
+            m => unreachable!("control pipelines of {m} stages (R + C - 1 is 3 to 511)"),
         }
     };
 }
@@ -77,7 +93,7 @@ pub fn verilog(p: &MxuParams) -> Result<String, HwError> {
         a = p.acc_rows,
     );
     s += &top(p);
-    s += &module(MxuCtrl::new(p), "mxu_ctrl");
+    s += &ctrl_leaf!(ctrl_depth(p), p);
     // The leaves' defaults (row 0, depth 0) are overridden per instance by the top.
     s += &match p.mode {
         Mode::Int8 => pe_leaf(PeI8::new(0)),
@@ -98,9 +114,9 @@ pub fn verilog(p: &MxuParams) -> Result<String, HwError> {
 
 /// The stages the top's delay lines (`mxu_delay*`) hold: the deepest line of the top is
 /// `max(R, C) - 1` (input skew `R - 1`, weight-bus skew and de-skew `C - 1`), rounded up to a
-/// power of two (one Rust type per size) and at least 1.
+/// power of two (one Rust type per size) and at least 2 (see [`DelayLine::new`]).
 pub fn leaf_max_depth(p: &MxuParams) -> usize {
-    (p.rows.max(p.cols) - 1).max(1).next_power_of_two()
+    (p.rows.max(p.cols) - 1).max(2).next_power_of_two()
 }
 
 /// `mxu_pe`: rust-hdl's module with its constant `ROW` made the module parameter
@@ -435,7 +451,7 @@ mod tests {
         // Only widths change: the delay lines' packed registers (and the masks of their
         // zero-extension, up to 8192 bits = 2048 hex digits each) grow with the deepest line.
         assert!(
-            big.len() < small.len() + 4096,
+            big.len() < small.len() + 10_000,
             "{} vs {}",
             big.len(),
             small.len()

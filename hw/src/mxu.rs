@@ -26,15 +26,19 @@ use crate::delay::DelayLine;
 use crate::params::MxuParams;
 use rust_hdl::prelude::*;
 
-/// Register stages the control pipeline's delay lines hold: `R + C - 1 ≤ 511`. Each line is its
-/// own module (`mxu_ctrl$pvalid` …) with its tap fixed by rust-hdl; the unread stages past the
-/// tap are removed by synthesis.
-pub const CTRL_MAX_DEPTH: usize = 2 * crate::params::MAX_SIDE;
+/// Register stages the control pipeline's delay lines hold for `p`: `R + C - 1` rounded up to a
+/// power of two (one Rust type per size, see [`crate::emit`]). Each line is its own module
+/// (`mxu_ctrl$pvalid` …) with its tap fixed by rust-hdl; unread stages past the tap are removed
+/// by synthesis.
+pub fn ctrl_depth(p: &MxuParams) -> usize {
+    (p.rows + p.cols - 1).next_power_of_two()
+}
 
 /// The control block of the matrix unit (a rust-hdl `#[hdl_gen]` block; its Verilog is the
-/// module `mxu_ctrl` and its registers' modules `mxu_ctrl$…`).
+/// module `mxu_ctrl` and its registers' modules `mxu_ctrl$…`). `D` is [`ctrl_depth`], `D16` is
+/// `16 · D` (the bits of the 16-bit lines).
 #[derive(LogicBlock)]
-pub struct MxuCtrl {
+pub struct MxuCtrl<const D: usize, const D16: usize> {
     pub clock: Signal<In, Clock>,
     // Matmul port: `x_rows`, `x_addr`, `x_acc` are read on a matmul's first beat.
     pub x_valid: Signal<In, Bit>,
@@ -80,16 +84,20 @@ pub struct MxuCtrl {
     row_addr: Signal<Local, Bits<16>>,
     row_acc: Signal<Local, Bit>,
     // Control pipeline beside the data.
-    pvalid: DelayLine<1, { CTRL_MAX_DEPTH }>,
-    paddr: DelayLine<16, { 16 * CTRL_MAX_DEPTH }>,
-    pacc: DelayLine<1, { CTRL_MAX_DEPTH }>,
-    praddr: DelayLine<16, { 16 * CTRL_MAX_DEPTH }>,
+    pvalid: DelayLine<1, D>,
+    paddr: DelayLine<16, D16>,
+    pacc: DelayLine<1, D>,
+    praddr: DelayLine<16, D16>,
 }
 
-impl MxuCtrl {
-    /// Builds the block for validated parameters.
+impl<const D: usize, const D16: usize> MxuCtrl<D, D16> {
+    /// Builds the block for validated parameters (`D ≥ R + C - 1`, `D16 = 16 · D`).
     pub fn new(p: &MxuParams) -> Self {
         let (r, c) = (p.rows, p.cols);
+        assert!(
+            D16 == 16 * D && r + c - 1 <= D,
+            "control pipeline of {D} stages for {r}x{c}"
+        );
         Self {
             clock: Default::default(),
             x_valid: Default::default(),
@@ -133,7 +141,7 @@ impl MxuCtrl {
     }
 }
 
-impl Logic for MxuCtrl {
+impl<const D: usize, const D16: usize> Logic for MxuCtrl<D, D16> {
     #[hdl_gen]
     fn update(&mut self) {
         // Clocks and register defaults (hold).
