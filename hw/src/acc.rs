@@ -45,11 +45,9 @@ macro_rules! acc_block {
                     acc: Default::default(),
                     sum: Default::default(),
                     out: Default::default(),
-                    ram: RAM::new(
-                        (0..1u64 << N)
-                            .map(|i| ((i as LiteralType).into(), Bits::<32>::default()))
-                            .collect(),
-                    ),
+                    // Empty: rust-hdl reads a word never written as zero (its power-on
+                    // value); `crate::emit` writes the matching `initial` zero fill.
+                    ram: Default::default(),
                     byp: Default::default(),
                     bypd: Default::default(),
                     outr: Default::default(),

@@ -142,10 +142,9 @@ fn delay_text<B: Block>(b: B, w: usize, name: &str) -> String {
     })
 }
 
-/// `mxu_acc`: rust-hdl's module, with its RAM's power-on zeros (rust-hdl writes one
-/// `mem[i] = 0;` line per word) written as one loop (see [`zero_init_loop`]).
+/// `mxu_acc`: rust-hdl's module, with its RAM's power-on zeros (see [`zero_fill`]).
 fn acc_text<B: Block>(b: B) -> String {
-    zero_init_loop(&module(b, "mxu_acc"))
+    zero_fill(&module(b, "mxu_acc"))
 }
 /// Replaces the declarations of rust-hdl constants `names` (`localparam <name> = <value>;`, each
 /// exactly once in `module`'s own text) by `with(values)`, written where the first of them was.
@@ -186,70 +185,52 @@ fn param(text: &str, module: &str, names: &[&str], with: impl Fn(&[&str]) -> Str
     out + &text[end..]
 }
 
-/// Replaces rust-hdl's RAM initialization (`initial begin`, then `mem[<i>] = <zero>;` for every
-/// word `i = 0, 1, …` in order, then `end`) by the equivalent loop, so the text does not grow
-/// with `A`. Text that is not exactly that is returned unchanged (a unit test pins the form).
-fn zero_init_loop(text: &str) -> String {
+/// Adds the power-on zeros of the accumulator's RAM. rust-hdl's `RAM` built without initial
+/// contents simulates as zeros (a missing word reads as the default) but writes no `initial`
+/// block; with initial contents it writes one `mem[i] = …;` line per word (4 096 lines for
+/// `tpu-v1`, and a few ms per thousand). So the RAM is built empty and this writes the zero fill
+/// as a loop after rust-hdl's declaration `reg[31:0] mem[<last>:0];` (which must occur exactly
+/// once, followed by rust-hdl's blank line).
+fn zero_fill(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    let Some(init) = lines
-        .windows(2)
-        .position(|l| l[0].trim() == "initial begin" && l[1].trim_start().starts_with("mem["))
-    else {
-        return text.to_string();
+    let decl: Vec<(usize, usize)> = lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let last = l
+                .trim()
+                .strip_prefix("reg[31:0] mem[")?
+                .strip_suffix(":0];")?;
+            Some((i, last.parse::<usize>().ok()?))
+        })
+        .collect();
+    let [(at, last)] = decl[..] else {
+        panic!(
+            "the accumulator's RAM declaration occurs {} times",
+            decl.len()
+        );
     };
-    let mut zero = None;
-    let mut n = 0usize;
-    for l in &lines[init + 1..] {
-        let Some((addr, val)) = l
-            .trim()
-            .strip_prefix("mem[")
-            .and_then(|r| r.strip_suffix(';'))
-            .and_then(|r| r.split_once("] = "))
-        else {
-            break;
-        };
-        let is_n = verilog_literal(addr) == Some(n as u64);
-        let is_zero = verilog_literal(val) == Some(0) && zero.is_none_or(|z| z == val);
-        if !(is_n && is_zero) {
-            return text.to_string();
-        }
-        zero = Some(val);
-        n += 1;
-    }
-    let (Some(zero), true) = (
-        zero,
-        lines.get(init + 1 + n).map(|l| l.trim()) == Some("end"),
-    ) else {
-        return text.to_string();
-    };
-    let indent = &lines[init][..lines[init].len() - lines[init].trim_start().len()];
-    let mut out = String::with_capacity(text.len());
-    for l in &lines[..init] {
-        out += l;
-        out.push('\n');
-    }
-    out += &format!(
-        "{indent}integer i;\n{indent}initial begin\n\
-         {indent}    for (i = 0; i < {n}; i = i + 1) mem[i] = {zero};\n"
+    assert!(
+        lines.get(at + 1).is_some_and(|l| l.trim().is_empty())
+            && !lines
+                .iter()
+                .any(|l| l.trim_start().starts_with("mem[") && !l.contains("<=")),
+        "the accumulator's RAM is not rust-hdl's empty RAM"
     );
-    for l in &lines[init + 1 + n..] {
+    let indent = &lines[at][..lines[at].len() - lines[at].trim_start().len()];
+    let mut out = String::with_capacity(text.len() + 160);
+    for (i, l) in lines.iter().enumerate() {
         out += l;
         out.push('\n');
+        if i == at + 1 {
+            out += &format!(
+                "{indent}integer i;\n{indent}initial begin\n\
+                 {indent}    for (i = 0; i < {n}; i = i + 1) mem[i] = 32'h0;\n{indent}end\n",
+                n = last + 1
+            );
+        }
     }
     out
-}
-
-/// The value of a sized Verilog literal (`6'b101`, `32'h0`, `16'd7`).
-fn verilog_literal(s: &str) -> Option<u64> {
-    let (_, v) = s.split_once('\'')?;
-    let (radix, digits) = v.split_at(1);
-    let radix = match radix {
-        "b" => 2,
-        "h" => 16,
-        "d" => 10,
-        _ => return None,
-    };
-    u64::from_str_radix(digits, radix).ok()
 }
 
 /// rust-hdl's Verilog of block `b` as the top of its own tree, with the top module (rust-hdl's
@@ -495,16 +476,18 @@ mod tests {
     }
 
     #[test]
-    fn zero_init_loop_leaves_other_text_alone() {
-        let ram = "x\n  initial begin\n  mem[2'b0] = 32'h0;\n  mem[2'b1] = 32'h0;\n  end\ny\n";
+    fn zero_fill_follows_the_ram_declaration() {
+        let ram = "x\n  reg[31:0] mem[3:0];\n  \n  \n  \n  always\n";
         assert_eq!(
-            zero_init_loop(ram),
-            "x\n  integer i;\n  initial begin\n      for (i = 0; i < 2; i = i + 1) mem[i] = 32'h0;\n  end\ny\n"
+            zero_fill(ram),
+            "x\n  reg[31:0] mem[3:0];\n  \n  integer i;\n  initial begin\n      \
+             for (i = 0; i < 4; i = i + 1) mem[i] = 32'h0;\n  end\n  \n  \n  always\n"
         );
-        // A non-zero word, or words out of order, are not a zero fill.
-        let nz = ram.replace("mem[2'b1] = 32'h0", "mem[2'b1] = 32'h5");
-        assert_eq!(zero_init_loop(&nz), nz);
-        let order = ram.replace("mem[2'b1]", "mem[2'b11]");
-        assert_eq!(zero_init_loop(&order), order);
+    }
+
+    #[test]
+    #[should_panic(expected = "not rust-hdl's empty RAM")]
+    fn zero_fill_refuses_an_initialized_ram() {
+        zero_fill("  reg[31:0] mem[1:0];\n  \n  initial begin\n  mem[1'b0] = 32'h5;\n");
     }
 }
