@@ -7,12 +7,17 @@
 //! | module | rust-hdl block | parameter |
 //! |---|---|---|
 //! | `mxu_ctrl` (and its registers `mxu_ctrl$…`) | [`MxuCtrl`] | – |
-//! | `mxu_pe` | [`Pe`] | `ROW` (the PE's weight row) |
+//! | `mxu_pe` (and `mxu_pe$…`) | [`PeI8`] or [`PeBf16`] | `ROW` (the PE's weight row) |
 //! | `mxu_delay1`, `mxu_delay16`, `mxu_delay32` | [`DelayLine`] of 1, 16 and 32 bits | `DEPTH` |
-//! | `mxu_acc` | [`AccColumn`] | – |
+//! | `mxu_acc` (and `mxu_acc$…`) | [`AccI8`] or [`AccBf16`] | – |
 //!
 //! So the text's size depends on the number of module kinds, not on `R × C` (rust-hdl alone
 //! writes one module per instance: 65 536 PE modules for 256 × 256).
+//!
+//! rust-hdl's text is used as written except for four exact, unit-tested replacements (see
+//! `docs/rtl.md#per-instance-constants`): the module names ([`rename_top`]), the leaves'
+//! parameters ([`param`]: `ROW`, `DEPTH`), the accumulator's zero fill ([`zero_fill`]) and the
+//! Verilator lint directives ([`lint_directives`]).
 
 use crate::acc::{addr_bits, AccBf16, AccI8};
 use crate::delay::DelayLine;

@@ -1,8 +1,9 @@
 //! The MXU's control block, [`MxuCtrl`]: ready/valid handshakes, the weight-load row counter,
 //! the pending-swap flag, the matmul row counter and accumulator addresses, and the control
 //! pipeline that travels beside the data to the accumulator stage. The datapath (skews, the
-//! `R × C` mesh of [`crate::pe::Pe`]s, de-skew, accumulator columns) is instantiated around it by
-//! the structural top module `mxu` that [`crate::emit`] writes with `generate` loops.
+//! `R × C` mesh of PEs ([`crate::pe::PeI8`] or [`crate::pe::PeBf16`]), de-skew, accumulator
+//! columns) is instantiated around it by the structural top module `mxu` that [`crate::emit`]
+//! writes with `generate` loops.
 //!
 //! Cycle contract (`docs/mxu-contract.md`), with `s` a load's first accepted weight row and `t` a
 //! matmul's first accepted input row:
