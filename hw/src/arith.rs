@@ -43,74 +43,52 @@ pub(crate) fn k<const N: usize>(v: u64) -> Constant<Bits<N>> {
 /// The canonical quiet NaN every NaN result is replaced by.
 pub const CANONICAL_NAN: u64 = 0x7FC0_0000;
 
+/// rust-hdl's `signed_bit_cast` (sign extension `Signed<N>` → `Signed<M>`, `M ≥ N`), with its
+/// Rust side fixed: rust-hdl 0.46 computes `-signed_bit_cast(-x)` for a negative `x`, which
+/// recurses without end on the most negative value (`-(-128)` is `-128` in 8 bits; the
+/// exhaustive int8 test found it as a stack overflow). This one copies the sign bit. It shadows
+/// the prelude's within this module, and `#[hdl_gen]` translates it exactly like rust-hdl's (the
+/// macro maps every `signed_bit_cast…` call to Verilog `$signed(x)`, whose assignment to a wider
+/// signed signal is the sign extension).
+pub fn signed_bit_cast<const M: usize, const N: usize>(x: Signed<N>) -> Signed<M> {
+    assert!(M >= N, "signed_bit_cast widens");
+    let mut wide: Bits<M> = bit_cast::<M, N>(x.inner());
+    if x.sign_bit() {
+        for i in N..M {
+            wide = wide.replace_bit(i, true);
+        }
+    }
+    signed_cast(wide)
+}
+
 /// `y = p + sext(a[7:0]) · sext(w[7:0])` (i32, wrapping). `a`, `w` carry an int8 in their low
-/// byte; the high byte is ignored. The product is rust-hdl's 16 × 16 (unsigned) multiplier on the
-/// sign-extended operands, of which the low 16 bits are the exact signed product.
-///
-/// Why not a signed multiply: rust-hdl 0.46 multiplies only 16 × 16 (`Bits` or `Signed`), and
-/// its `signed_bit_cast` (the one sign extension Verilog would see as wires) recurses without end
-/// on the most negative value (`-(-128)` overflows; the exhaustive int8 test in `arith_tests` found it), so the
-/// sign extension is a select. Yosys does not see through it: on iCE40 this MAC takes 282 LUT4s
-/// against 215 for a Verilog `$signed(a[7:0]) * $signed(w[7:0])`; on Xilinx it is one DSP48 either
-/// way (see docs/rtl.md).
-#[derive(LogicBlock)]
+/// byte; the high byte is ignored. The operands are sign-extended to 16 bits ([`signed_bit_cast`],
+/// in Verilog a signed 8-bit value assigned to a signed 16-bit one) for rust-hdl's signed 16 × 16
+/// multiplier (its only size); synthesis sees the copied sign bits and strips them (Yosys
+/// `wreduce`), so this is an 8 × 8 signed multiplier whose product and sum map onto one DSP48 on
+/// Xilinx, as the hand-written Verilog did.
+#[derive(LogicBlock, Default)]
 pub struct MacI8 {
     pub a: Signal<In, Bits<16>>,
     pub w: Signal<In, Bits<16>>,
     pub p: Signal<In, Bits<32>>,
     pub y: Signal<Out, Bits<32>>,
-    lo8: Constant<Bits<16>>,
-    hi8: Constant<Bits<16>>,
-    lo16: Constant<Bits<32>>,
-    hi16: Constant<Bits<32>>,
-    a16: Signal<Local, Bits<16>>,
-    w16: Signal<Local, Bits<16>>,
-    prod: Signal<Local, Bits<32>>,
-    ext: Signal<Local, Bits<32>>,
-}
-
-impl Default for MacI8 {
-    fn default() -> Self {
-        Self {
-            a: Default::default(),
-            w: Default::default(),
-            p: Default::default(),
-            y: Default::default(),
-            lo8: k(0x00FF),
-            hi8: k(0xFF00),
-            lo16: k(0x0000_FFFF),
-            hi16: k(0xFFFF_0000),
-            a16: Default::default(),
-            w16: Default::default(),
-            prod: Default::default(),
-            ext: Default::default(),
-        }
-    }
+    sa: Signal<Local, Signed<16>>,
+    sw: Signal<Local, Signed<16>>,
+    prod: Signal<Local, Signed<32>>,
 }
 
 impl Logic for MacI8 {
     #[hdl_gen]
     fn update(&mut self) {
         // Sign-extend both int8 operands to 16 bits.
-        if self.a.val().get_bit(7) {
-            self.a16.next = (self.a.val() & self.lo8.val()) | self.hi8.val();
-        } else {
-            self.a16.next = self.a.val() & self.lo8.val();
-        }
-        if self.w.val().get_bit(7) {
-            self.w16.next = (self.w.val() & self.lo8.val()) | self.hi8.val();
-        } else {
-            self.w16.next = self.w.val() & self.lo8.val();
-        }
-        // The low 16 bits of the product of the sign-extended operands are the exact signed
-        // product (|a·w| ≤ 2^14); sign-extend them to 32 bits.
-        self.prod.next = self.a16.val() * self.w16.val();
-        if self.prod.val().get_bit(15) {
-            self.ext.next = (self.prod.val() & self.lo16.val()) | self.hi16.val();
-        } else {
-            self.ext.next = self.prod.val() & self.lo16.val();
-        }
-        self.y.next = self.p.val() + self.ext.val();
+        comment!("verilator lint_off WIDTH");
+        self.sa.next = signed_bit_cast::<16, 8>(signed_cast(self.a.val().get_bits::<8>(0)));
+        self.sw.next = signed_bit_cast::<16, 8>(signed_cast(self.w.val().get_bits::<8>(0)));
+        comment!("verilator lint_on WIDTH");
+        // The exact signed product, 32 bits, added with wrap-around.
+        self.prod.next = self.sa.val() * self.sw.val();
+        self.y.next = self.p.val() + unsigned_cast(self.prod.val());
     }
 }
 

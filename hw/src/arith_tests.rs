@@ -267,6 +267,16 @@ fn mul_bf16_random_pairs() {
 }
 
 #[test]
+fn signed_bit_cast_extends_every_int8() {
+    // Including -128, on which rust-hdl 0.46's own `signed_bit_cast` recurses without end.
+    for v in -128i64..=127 {
+        let x: Signed<8> = signed_cast(((v as u8) as LiteralType).into());
+        let y: Signed<16> = crate::arith::signed_bit_cast::<16, 8>(x);
+        assert_eq!(y.bigint(), v.into(), "{v}");
+    }
+}
+
+#[test]
 fn mac_i8_every_product() {
     // All 65 536 int8 × int8 products, with random (garbage) high bytes and random partial sums
     // (wrapping included).
