@@ -303,6 +303,7 @@ pub struct AddF32 {
     lz16: Constant<Bits<32>>,
     lz32: Constant<Bits<32>>,
     hidden64: Constant<Bits<64>>,
+    ones64: Constant<Bits<64>>,
     z64: Constant<Bits<64>>,
     one64: Constant<Bits<64>>,
     z1: Constant<Bits<1>>,
@@ -400,6 +401,7 @@ impl AddF32 {
             lz16: k(16),
             lz32: k(32),
             hidden64: k(1 << 62),
+            ones64: k(u64::MAX),
             z64: k(0),
             one64: k(1),
             z1: k(0),
@@ -494,7 +496,9 @@ impl Logic for AddF32 {
             self.sticky.next = true;
         } else {
             self.mshift.next = self.msmall.val() >> self.dexp.val();
-            self.sticky.next = (self.mshift.val() << self.dexp.val()) != self.msmall.val();
+            // The bits shifted out, under a mask of the low `dexp` bits (a thermometer code).
+            self.sticky.next =
+                (self.msmall.val() & !(self.ones64.val() << self.dexp.val())) != self.z64.val();
         }
         if self.sticky.val() {
             self.malign.next = self.mshift.val() | self.one64.val();
