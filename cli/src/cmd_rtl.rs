@@ -73,6 +73,10 @@ struct SynthArgs {
     netlist_trials: usize,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Also place and route on an iCE40 HX8K with nextpnr-ice40 and report the achieved Fmax
+    /// (`--target ice40` only).
+    #[arg(long)]
+    pnr: bool,
 }
 
 fn params(a: &ArchArgs) -> Result<MxuParams> {
@@ -188,6 +192,22 @@ fn synth(s: SynthArgs) -> Result<Outcome> {
         "xilinx" => hw::synth::Target::Xilinx,
         _ => hw::synth::Target::Ice40,
     };
+    if s.pnr && target != hw::synth::Target::Ice40 {
+        return Err(anyhow::Error::new(UserError(
+            "--pnr places and routes with nextpnr-ice40 and needs --target ice40 (there is no \
+             open place-and-route for Xilinx parts here; see docs/rtl.md)"
+                .into(),
+        )));
+    }
+    if s.pnr && !hw::tools::available("nextpnr-ice40") {
+        // Before Yosys runs: say at once that the place-and-route cannot happen.
+        return Err(anyhow::Error::new(HwError::Tool {
+            tool: "nextpnr-ice40".into(),
+            msg: "not installed; --pnr needs it (Debian: apt-get install nextpnr-ice40, see \
+                  scripts/setup.sh)"
+                .into(),
+        }));
+    }
     let rep = hw::synth::synthesize(&p, target).map_err(user)?;
     println!(
         "{} on {}: DSP {}  LUT {}  FF {}  BRAM {}  LUTRAM {}  ({:.1} s, yosys {})",
@@ -202,11 +222,30 @@ fn synth(s: SynthArgs) -> Result<Outcome> {
         rep.yosys
     );
     println!("netlist: {}", rep.netlist.display());
+    if let Some(ps) = rep.sta_ps {
+        println!(
+            "timing (Yosys sta, Xilinx cell delays only, no routing): longest path {ps} ps, \
+             Fmax at most {:.0} MHz",
+            1e6 / ps.max(1) as f64
+        );
+    } else if target == hw::synth::Target::Xilinx {
+        println!("timing: Yosys sta gave no estimate");
+    }
     println!(
         "PEs: {}  DSP per PE: {:.2}",
         p.rows * p.cols,
         rep.dsp as f64 / (p.rows * p.cols) as f64
     );
+    if s.pnr {
+        let (device, package) = hw::synth::ICE40_DEVICE;
+        let pnr = hw::synth::place_and_route_ice40(&p).map_err(user)?;
+        println!(
+            "place and route (nextpnr-ice40, iCE40 {device} {package}, seed 1): Fmax {:.2} MHz  \
+             LC {}/{}  RAM {}/{}  ({:.1} s, {})",
+            pnr.fmax_mhz, pnr.lc.0, pnr.lc.1, pnr.ram.0, pnr.ram.1, pnr.seconds, pnr.nextpnr
+        );
+        println!("nextpnr log: {}", pnr.log.display());
+    }
     if s.netlist_trials > 0 {
         let net = hw::synth::NetlistModel::new(&p, target, &rep.netlist)?;
         let cos =

@@ -2,10 +2,11 @@
 //! grow with the array (the mesh is `generate` loops over one module per kind; rust-hdl alone
 //! wrote one module per instance, about 140 MB). Its generation time is a measurement in
 //! docs/bounded.md, not a test.
-//! The lint test needs Verilator: without it, it fails and says so (it never skips).
+//! The lint test needs Verilator, the place-and-route test Yosys and nextpnr-ice40: without them
+//! they fail and say so (they never skip).
 
 mod common;
-use common::root;
+use common::{all_text, root, systole};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -73,4 +74,66 @@ fn rtl_gen_64x64_passes_verilator_lint() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("verilator --lint-only -Wall: clean"), "{out}");
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn rtl_synth_ice40_pnr_reports_fmax() {
+    // The smallest array (2 × 2 int8, 2 accumulator rows) through Yosys and nextpnr-ice40: the
+    // report must carry a positive Fmax and the logic cells used.
+    for tool in ["yosys", "nextpnr-ice40"] {
+        assert!(
+            hw::tools::available(tool),
+            "this test needs {tool} to place and route the MXU: apt-get install {tool} \
+             (scripts/setup.sh)"
+        );
+    }
+    let o = systole(&[
+        "rtl",
+        "synth",
+        "--arch",
+        "mini",
+        "--set",
+        "mxu.rows=2",
+        "--set",
+        "mxu.cols=2",
+        "--set",
+        "mxu.acc_rows=2",
+        "--target",
+        "ice40",
+        "--pnr",
+        "--netlist-trials",
+        "0",
+    ]);
+    let text = all_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("place and route (nextpnr-ice40, iCE40 hx8k"))
+        .unwrap_or_else(|| panic!("no place-and-route line: {text}"));
+    let num = |key: &str| -> f64 {
+        let rest = line
+            .split_once(key)
+            .unwrap_or_else(|| panic!("{key} in {line}"))
+            .1;
+        rest.trim_start()
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{key} value in {line}"))
+    };
+    assert!(num("Fmax") > 1.0, "{line}");
+    assert!(num("LC") > 10.0, "{line}");
+}
+
+#[test]
+fn rtl_synth_pnr_needs_the_ice40_target() {
+    let o = systole(&[
+        "rtl", "synth", "--arch", "mini", "--target", "xilinx", "--pnr",
+    ]);
+    let text = all_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--pnr") && text.contains("--target ice40"),
+        "{text}"
+    );
 }

@@ -7,20 +7,84 @@
 //! | module | rust-hdl block | parameter |
 //! |---|---|---|
 //! | `mxu_ctrl` (and its registers `mxu_ctrl$…`) | [`MxuCtrl`] | – |
-//! | `mxu_pe` | [`Pe`] | `ROW` (the PE's weight row) |
+//! | `mxu_pe` (and `mxu_pe$…`) | [`PeI8`] or [`PeBf16`] | `ROW` (the PE's weight row) |
 //! | `mxu_delay1`, `mxu_delay16`, `mxu_delay32` | [`DelayLine`] of 1, 16 and 32 bits | `DEPTH` |
-//! | `mxu_acc` | [`AccColumn`] | – |
+//! | `mxu_acc` (and `mxu_acc$…`) | [`AccI8`] or [`AccBf16`] | – |
 //!
 //! So the text's size depends on the number of module kinds, not on `R × C` (rust-hdl alone
 //! writes one module per instance: 65 536 PE modules for 256 × 256).
+//!
+//! rust-hdl's text is used as written except for four exact, unit-tested replacements (see
+//! `docs/rtl.md#per-instance-constants`): the module names ([`rename_top`]), the leaves'
+//! parameters ([`param`]: `ROW`, `DEPTH`), the accumulator's zero fill ([`zero_fill`]) and the
+//! Verilator lint directives ([`lint_directives`]).
 
-use crate::acc::AccColumn;
+use crate::acc::{addr_bits, AccBf16, AccI8};
 use crate::delay::DelayLine;
-use crate::mxu::MxuCtrl;
-use crate::params::MxuParams;
-use crate::pe::Pe;
+use crate::mxu::{ctrl_depth, MxuCtrl};
+use crate::params::{Mode, MxuParams};
+use crate::pe::{PeBf16, PeI8};
 use crate::HwError;
 use rust_hdl::prelude::*;
+
+/// `mxu_delay{W}` for a design whose lines are at most `maxd` deep (a power of two, 2 to 256).
+macro_rules! delay_leaf {
+    ($w:literal, $maxd:expr, $name:expr) => {
+        match $maxd {
+            2 => delay_text(DelayLine::<$w, { $w * 2 }>::new(0), $w, $name),
+            4 => delay_text(DelayLine::<$w, { $w * 4 }>::new(0), $w, $name),
+            8 => delay_text(DelayLine::<$w, { $w * 8 }>::new(0), $w, $name),
+            16 => delay_text(DelayLine::<$w, { $w * 16 }>::new(0), $w, $name),
+            32 => delay_text(DelayLine::<$w, { $w * 32 }>::new(0), $w, $name),
+            64 => delay_text(DelayLine::<$w, { $w * 64 }>::new(0), $w, $name),
+            128 => delay_text(DelayLine::<$w, { $w * 128 }>::new(0), $w, $name),
+            256 => delay_text(DelayLine::<$w, { $w * 256 }>::new(0), $w, $name),
+            m => unreachable!("delay lines of {m} stages (sides are at most 256)"),
+        }
+    };
+}
+
+/// `mxu_ctrl` with control pipelines of `d` stages (a power of two, 4 to 512).
+macro_rules! ctrl_leaf {
+    ($d:expr, $p:expr) => {
+        match $d {
+            4 => module(MxuCtrl::<4, { 16 * 4 }>::new($p), "mxu_ctrl"),
+            8 => module(MxuCtrl::<8, { 16 * 8 }>::new($p), "mxu_ctrl"),
+            16 => module(MxuCtrl::<16, { 16 * 16 }>::new($p), "mxu_ctrl"),
+            32 => module(MxuCtrl::<32, { 16 * 32 }>::new($p), "mxu_ctrl"),
+            64 => module(MxuCtrl::<64, { 16 * 64 }>::new($p), "mxu_ctrl"),
+            128 => module(MxuCtrl::<128, { 16 * 128 }>::new($p), "mxu_ctrl"),
+            256 => module(MxuCtrl::<256, { 16 * 256 }>::new($p), "mxu_ctrl"),
+            512 => module(MxuCtrl::<512, { 16 * 512 }>::new($p), "mxu_ctrl"),
+            m => unreachable!("control pipelines of {m} stages (R + C - 1 is 3 to 511)"),
+        }
+    };
+}
+
+/// `mxu_acc` with `2^n` words (`1 ≤ n ≤ 16`).
+macro_rules! acc_leaf {
+    ($ty:ident, $n:expr) => {
+        match $n {
+            1 => acc_text($ty::<1>::new()),
+            2 => acc_text($ty::<2>::new()),
+            3 => acc_text($ty::<3>::new()),
+            4 => acc_text($ty::<4>::new()),
+            5 => acc_text($ty::<5>::new()),
+            6 => acc_text($ty::<6>::new()),
+            7 => acc_text($ty::<7>::new()),
+            8 => acc_text($ty::<8>::new()),
+            9 => acc_text($ty::<9>::new()),
+            10 => acc_text($ty::<10>::new()),
+            11 => acc_text($ty::<11>::new()),
+            12 => acc_text($ty::<12>::new()),
+            13 => acc_text($ty::<13>::new()),
+            14 => acc_text($ty::<14>::new()),
+            15 => acc_text($ty::<15>::new()),
+            16 => acc_text($ty::<16>::new()),
+            m => unreachable!("accumulators of 2^{m} rows (at most 2^16)"),
+        }
+    };
+}
 
 /// The complete Verilog text of the MXU for `p` (top module `mxu`, then its modules).
 pub fn verilog(p: &MxuParams) -> Result<String, HwError> {
@@ -34,22 +98,159 @@ pub fn verilog(p: &MxuParams) -> Result<String, HwError> {
         a = p.acc_rows,
     );
     s += &top(p);
-    s += &module(MxuCtrl::new(p), "mxu_ctrl");
+    s += &ctrl_leaf!(ctrl_depth(p), p);
     // The leaves' defaults (row 0, depth 0) are overridden per instance by the top.
-    s += &module(Pe::new(p.mode, 0), "mxu_pe");
-    s += &module(DelayLine::<Bit>::new(0), "mxu_delay1");
-    s += &module(DelayLine::<Bits<16>>::new(0), "mxu_delay16");
-    s += &module(DelayLine::<Bits<32>>::new(0), "mxu_delay32");
-    s += &module(AccColumn::new(p.mode, p.acc_rows), "mxu_acc");
+    s += &match p.mode {
+        Mode::Int8 => pe_leaf(PeI8::new(0)),
+        Mode::Bf16 => pe_leaf(PeBf16::new(0)),
+    };
+    let maxd = leaf_max_depth(p);
+    s += &delay_leaf!(1, maxd, "mxu_delay1");
+    s += &delay_leaf!(16, maxd, "mxu_delay16");
+    s += &delay_leaf!(32, maxd, "mxu_delay32");
+    let n = addr_bits(p.acc_rows);
+    s += &match p.mode {
+        Mode::Int8 => acc_leaf!(AccI8, n),
+        Mode::Bf16 => acc_leaf!(AccBf16, n),
+    };
     s.push('\n');
     Ok(s)
+}
+
+/// The stages the top's delay lines (`mxu_delay*`) hold: the deepest line of the top is
+/// `max(R, C) - 1` (input skew `R - 1`, weight-bus skew and de-skew `C - 1`), rounded up to a
+/// power of two (one Rust type per size) and at least 2 (see [`DelayLine::new`]).
+pub fn leaf_max_depth(p: &MxuParams) -> usize {
+    (p.rows.max(p.cols) - 1).max(2).next_power_of_two()
+}
+
+/// `mxu_pe`: rust-hdl's module with its constant `ROW` made the module parameter
+/// `parameter [15:0] ROW` (see [`param`]).
+fn pe_leaf<B: Block>(b: B) -> String {
+    let text = module(b, "mxu_pe");
+    param(&text, "mxu_pe", &["ROW"], |v| {
+        format!("parameter [15:0] ROW = {};", v[0])
+    })
+}
+
+/// `mxu_delay{W}`: rust-hdl's module with its constants `is_wire` and `tap` derived from the
+/// module parameter `DEPTH` (default: the instance's depth, 0).
+fn delay_text<B: Block>(b: B, w: usize, name: &str) -> String {
+    let text = module(b, name);
+    param(&text, name, &["is_wire", "tap"], |v| {
+        assert_eq!(v, ["1'b1", "16'h0"], "built as a wire (depth 0)");
+        format!(
+            "parameter DEPTH = 0;\n\
+             localparam is_wire = (DEPTH == 0);\n\
+             localparam tap = (DEPTH == 0) ? 0 : {w} * (DEPTH - 1);"
+        )
+    })
+}
+
+/// `mxu_acc`: rust-hdl's module, with its RAM's power-on zeros (see [`zero_fill`]).
+fn acc_text<B: Block>(b: B) -> String {
+    zero_fill(&module(b, "mxu_acc"))
+}
+/// Replaces the declarations of rust-hdl constants `names` (`localparam <name> = <value>;`, each
+/// exactly once in `module`'s own text) by `with(values)`, written where the first of them was.
+/// This is how a leaf gets its Verilog module parameter: rust-hdl 0.46 writes constants as
+/// `localparam`s and has no module parameters.
+fn param(text: &str, module: &str, names: &[&str], with: impl Fn(&[&str]) -> String) -> String {
+    let head = format!("module {module}(");
+    let start = text.find(&head).expect("the module is in its text");
+    let end = start + text[start..].find("endmodule").expect("the module ends");
+    let mut values = vec![None; names.len()];
+    let mut out = String::with_capacity(text.len() + 128);
+    out += &text[..start];
+    let mut placed = false;
+    for line in text[start..end].split_inclusive('\n') {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let hit = match f.as_slice() {
+            ["localparam", name, "=", v] => names.iter().position(|n| n == name).map(|i| (i, *v)),
+            _ => None,
+        };
+        match hit {
+            Some((i, v)) => {
+                assert!(values[i].is_none(), "{module}: {} declared twice", names[i]);
+                values[i] = Some(v.trim_end_matches(';'));
+                if !placed {
+                    out += "\u{0}";
+                    placed = true;
+                }
+            }
+            None => out += line,
+        }
+    }
+    let values: Vec<&str> = values
+        .iter()
+        .zip(names)
+        .map(|(v, n)| v.unwrap_or_else(|| panic!("{module}: no localparam {n}")))
+        .collect();
+    let out = out.replacen('\u{0}', &format!("{}\n", with(&values)), 1);
+    out + &text[end..]
+}
+
+/// Adds the power-on zeros of the accumulator's RAM. rust-hdl's `RAM` built without initial
+/// contents simulates as zeros (a missing word reads as the default) but writes no `initial`
+/// block; with initial contents it writes one `mem[i] = …;` line per word (4 096 lines for
+/// `tpu-v1`, and a few ms per thousand). So the RAM is built empty and this writes the zero fill
+/// as a loop after rust-hdl's declaration `reg[31:0] mem[<last>:0];` (which must occur exactly
+/// once, followed by rust-hdl's blank line).
+fn zero_fill(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let decl: Vec<(usize, usize)> = lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let last = l
+                .trim()
+                .strip_prefix("reg[31:0] mem[")?
+                .strip_suffix(":0];")?;
+            Some((i, last.parse::<usize>().ok()?))
+        })
+        .collect();
+    let [(at, last)] = decl[..] else {
+        panic!(
+            "the accumulator's RAM declaration occurs {} times",
+            decl.len()
+        );
+    };
+    assert!(
+        lines.get(at + 1).is_some_and(|l| l.trim().is_empty())
+            && !lines
+                .iter()
+                .any(|l| l.trim_start().starts_with("mem[") && !l.contains("<=")),
+        "the accumulator's RAM is not rust-hdl's empty RAM"
+    );
+    let indent = &lines[at][..lines[at].len() - lines[at].trim_start().len()];
+    let mut out = String::with_capacity(text.len() + 160);
+    for (i, l) in lines.iter().enumerate() {
+        out += l;
+        out.push('\n');
+        if i == at + 1 {
+            out += &format!(
+                "{indent}integer i;\n{indent}initial begin\n\
+                 {indent}    for (i = 0; i < {n}; i = i + 1) mem[i] = 32'h0;\n{indent}end\n",
+                n = last + 1
+            );
+        }
+    }
+    out
 }
 
 /// rust-hdl's Verilog of block `b` as the top of its own tree, with the top module (rust-hdl's
 /// `top`) renamed `name` and its sub-modules `top$…` renamed `name$…`.
 fn module<B: Block>(mut b: B, name: &str) -> String {
     b.connect_all();
-    rename_top(&generate_verilog(&b), name)
+    lint_directives(&rename_top(&generate_verilog(&b), name))
+}
+
+/// rust-hdl 0.46 writes `comment!("verilator lint_off WIDTH")` in an `#[hdl_gen]` kernel as
+/// `// comment! ("verilator lint_off WIDTH`; this makes it the Verilator directive it says
+/// (`// verilator lint_off WIDTH`). The blocks use it around their zero-extensions only (see
+/// `crate::arith::comment` and docs/rtl.md).
+fn lint_directives(text: &str) -> String {
+    text.replace("// comment! (\"verilator ", "// verilator ")
 }
 
 /// Renames rust-hdl's module `top` and its sub-modules `top$…` (module headers, `endmodule`
@@ -233,8 +434,10 @@ mod tests {
         let small = verilog(&p(4, 4)).unwrap();
         let big = verilog(&p(256, 256)).unwrap();
         assert_eq!(small.lines().count(), big.lines().count());
+        // Only widths change: the delay lines' packed registers (and the masks of their
+        // zero-extension, up to 8192 bits = 2048 hex digits each) grow with the deepest line.
         assert!(
-            big.len() < small.len() + 64,
+            big.len() < small.len() + 10_000,
             "{} vs {}",
             big.len(),
             small.len()
@@ -244,5 +447,52 @@ mod tests {
             small.matches("\nmodule ").count()
         );
         assert_eq!(verilog(&p(256, 256)).unwrap(), big, "deterministic");
+    }
+
+    #[test]
+    fn leaves_get_their_parameters_and_a_compact_ram_init() {
+        let v = verilog(&p(8, 8)).unwrap();
+        // The PE's row and the delay lines' depth are module parameters, in rust-hdl's text.
+        assert_eq!(v.matches("parameter [15:0] ROW = 16'h0;\n").count(), 1);
+        assert_eq!(v.matches("parameter DEPTH = 0;\n").count(), 3);
+        assert_eq!(v.matches("localparam is_wire = (DEPTH == 0);").count(), 3);
+        for w in [1, 16, 32] {
+            assert!(v.contains(&format!(
+                "localparam tap = (DEPTH == 0) ? 0 : {w} * (DEPTH - 1);"
+            )));
+        }
+        assert!(!v.contains("localparam  ROW"));
+        // rust-hdl's comments became Verilator directives, in pairs.
+        assert!(!v.contains("comment!"));
+        assert_eq!(
+            v.matches("// verilator lint_off WIDTH").count(),
+            v.matches("// verilator lint_on WIDTH").count()
+        );
+        // The accumulator's power-on zeros are one loop, whatever A.
+        assert!(v.contains("for (i = 0; i < 64; i = i + 1) mem[i] = 32'h0;"));
+        assert!(!v.contains("mem[6'b"));
+        let big = verilog(&MxuParams {
+            acc_rows: 65_536,
+            ..p(8, 8)
+        })
+        .unwrap();
+        assert!(big.contains("for (i = 0; i < 65536; i = i + 1) mem[i] = 32'h0;"));
+        assert_eq!(big.lines().count(), v.lines().count());
+    }
+
+    #[test]
+    fn zero_fill_follows_the_ram_declaration() {
+        let ram = "x\n  reg[31:0] mem[3:0];\n  \n  \n  \n  always\n";
+        assert_eq!(
+            zero_fill(ram),
+            "x\n  reg[31:0] mem[3:0];\n  \n  integer i;\n  initial begin\n      \
+             for (i = 0; i < 4; i = i + 1) mem[i] = 32'h0;\n  end\n  \n  \n  always\n"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "not rust-hdl's empty RAM")]
+    fn zero_fill_refuses_an_initialized_ram() {
+        zero_fill("  reg[31:0] mem[1:0];\n  \n  initial begin\n  mem[1'b0] = 32'h5;\n");
     }
 }

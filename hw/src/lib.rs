@@ -3,14 +3,13 @@
 //! and Yosys synthesis. The behaviour implemented is `docs/mxu-contract.md`, cycle for cycle.
 
 pub mod acc;
+pub mod arith;
 pub mod cosim;
 pub mod delay;
 pub mod emit;
 pub mod flow;
-pub mod fpv;
 pub mod harness;
 pub mod mxu;
-pub mod numerics;
 pub mod ops;
 pub mod params;
 pub mod pe;
@@ -54,5 +53,7 @@ impl MxuParams {
     }
 }
 
+#[cfg(test)]
+mod arith_tests;
 #[cfg(test)]
 mod pe_tests;

@@ -1,8 +1,9 @@
 //! The MXU's control block, [`MxuCtrl`]: ready/valid handshakes, the weight-load row counter,
 //! the pending-swap flag, the matmul row counter and accumulator addresses, and the control
 //! pipeline that travels beside the data to the accumulator stage. The datapath (skews, the
-//! `R × C` mesh of [`crate::pe::Pe`]s, de-skew, accumulator columns) is instantiated around it by
-//! the structural top module `mxu` that [`crate::emit`] writes with `generate` loops.
+//! `R × C` mesh of PEs ([`crate::pe::PeI8`] or [`crate::pe::PeBf16`]), de-skew, accumulator
+//! columns) is instantiated around it by the structural top module `mxu` that [`crate::emit`]
+//! writes with `generate` loops.
 //!
 //! Cycle contract (`docs/mxu-contract.md`), with `s` a load's first accepted weight row and `t` a
 //! matmul's first accepted input row:
@@ -26,10 +27,19 @@ use crate::delay::DelayLine;
 use crate::params::MxuParams;
 use rust_hdl::prelude::*;
 
+/// Register stages the control pipeline's delay lines hold for `p`: `R + C - 1` rounded up to a
+/// power of two (one Rust type per size, see [`crate::emit`]). Each line is its own module
+/// (`mxu_ctrl$pvalid` …) with its tap fixed by rust-hdl; unread stages past the tap are removed
+/// by synthesis.
+pub fn ctrl_depth(p: &MxuParams) -> usize {
+    (p.rows + p.cols - 1).next_power_of_two()
+}
+
 /// The control block of the matrix unit (a rust-hdl `#[hdl_gen]` block; its Verilog is the
-/// module `mxu_ctrl` and its registers' modules `mxu_ctrl$…`).
+/// module `mxu_ctrl` and its registers' modules `mxu_ctrl$…`). `D` is [`ctrl_depth`], `D16` is
+/// `16 · D` (the bits of the 16-bit lines).
 #[derive(LogicBlock)]
-pub struct MxuCtrl {
+pub struct MxuCtrl<const D: usize, const D16: usize> {
     pub clock: Signal<In, Clock>,
     // Matmul port: `x_rows`, `x_addr`, `x_acc` are read on a matmul's first beat.
     pub x_valid: Signal<In, Bit>,
@@ -75,16 +85,20 @@ pub struct MxuCtrl {
     row_addr: Signal<Local, Bits<16>>,
     row_acc: Signal<Local, Bit>,
     // Control pipeline beside the data.
-    pvalid: DelayLine<Bit>,
-    paddr: DelayLine<Bits<16>>,
-    pacc: DelayLine<Bit>,
-    praddr: DelayLine<Bits<16>>,
+    pvalid: DelayLine<1, D>,
+    paddr: DelayLine<16, D16>,
+    pacc: DelayLine<1, D>,
+    praddr: DelayLine<16, D16>,
 }
 
-impl MxuCtrl {
-    /// Builds the block for validated parameters.
+impl<const D: usize, const D16: usize> MxuCtrl<D, D16> {
+    /// Builds the block for validated parameters (`D ≥ R + C - 1`, `D16 = 16 · D`).
     pub fn new(p: &MxuParams) -> Self {
         let (r, c) = (p.rows, p.cols);
+        assert!(
+            D16 == 16 * D && r + c - 1 <= D,
+            "control pipeline of {D} stages for {r}x{c}"
+        );
         Self {
             clock: Default::default(),
             x_valid: Default::default(),
@@ -128,7 +142,7 @@ impl MxuCtrl {
     }
 }
 
-impl Logic for MxuCtrl {
+impl<const D: usize, const D16: usize> Logic for MxuCtrl<D, D16> {
     #[hdl_gen]
     fn update(&mut self) {
         // Clocks and register defaults (hold).
@@ -188,17 +202,17 @@ impl Logic for MxuCtrl {
         }
 
         // Control pipeline beside the data (R + C - 1 stages; the read address one stage less).
-        self.pvalid.d.next = self.x_valid.val();
+        self.pvalid.d.next = self.x_valid.val().into();
         self.paddr.d.next = self.row_addr.val();
-        self.pacc.d.next = self.row_acc.val();
+        self.pacc.d.next = self.row_acc.val().into();
         self.praddr.d.next = self.row_addr.val();
 
         // Accumulator stage and result port.
         self.acc_raddr.next = self.praddr.q.val();
-        self.acc_valid.next = self.pvalid.q.val();
+        self.acc_valid.next = self.pvalid.q.val().into();
         self.acc_addr.next = self.paddr.q.val();
-        self.acc_acc.next = self.pacc.q.val();
-        self.rv.d.next = self.pvalid.q.val();
+        self.acc_acc.next = self.pacc.q.val().into();
+        self.rv.d.next = self.pvalid.q.val().into();
         self.ra.d.next = self.paddr.q.val();
         self.r_valid.next = self.rv.q.val();
         self.r_addr.next = self.ra.q.val();

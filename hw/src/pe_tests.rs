@@ -1,10 +1,11 @@
-//! PE-level tests in rust-hdl's own simulator (fast enough for one cell): double-buffered weights
-//! and the arithmetic of both modes, checked against `sim::numerics` step by step.
+//! PE-level tests in rust-hdl's own simulator (the clocked cell with its registers): double-buffered
+//! weights, the row match and the arithmetic of both modes, checked step by step against the
+//! independent reference of `arith_tests` (Rust's f32 and `half::bf16`, not `sim::numerics`).
 
+use crate::arith_tests::{ref_add, ref_mul};
 use crate::params::Mode;
-use crate::pe::Pe;
+use crate::pe::{PeBf16, PeI8};
 use rust_hdl::prelude::*;
-use sim::numerics as n;
 use std::sync::{Arc, Mutex};
 
 /// One clock cycle of PE inputs.
@@ -20,35 +21,91 @@ struct Step {
 
 /// Runs `steps` through a PE of row `ROW` and returns `psum_out` after each clock edge.
 fn run_pe(mode: Mode, steps: Vec<Step>) -> Vec<u32> {
+    match mode {
+        Mode::Int8 => run_pe_as::<PeI8>(PeI8::new(ROW as usize), steps),
+        Mode::Bf16 => run_pe_as::<PeBf16>(PeBf16::new(ROW as usize), steps),
+    }
+}
+
+/// The ports both PE kinds share (rust-hdl blocks are structs, so this is a macro-free adapter).
+trait PePorts: Block {
+    fn ports(&mut self) -> PeRefs<'_>;
+    fn clock_high(&self) -> bool;
+}
+
+struct PeRefs<'a> {
+    clock: &'a mut Signal<In, Clock>,
+    a_in: &'a mut Signal<In, Bits<16>>,
+    sw_in: &'a mut Signal<In, Bit>,
+    psum_in: &'a mut Signal<In, Bits<32>>,
+    w_in: &'a mut Signal<In, Bits<16>>,
+    w_valid: &'a mut Signal<In, Bit>,
+    w_row: &'a mut Signal<In, Bits<16>>,
+    psum_out: &'a mut Signal<Out, Bits<32>>,
+}
+
+macro_rules! pe_ports {
+    ($t:ty) => {
+        impl PePorts for $t {
+            fn ports(&mut self) -> PeRefs<'_> {
+                PeRefs {
+                    clock: &mut self.clock,
+                    a_in: &mut self.a_in,
+                    sw_in: &mut self.sw_in,
+                    psum_in: &mut self.psum_in,
+                    w_in: &mut self.w_in,
+                    w_valid: &mut self.w_valid,
+                    w_row: &mut self.w_row,
+                    psum_out: &mut self.psum_out,
+                }
+            }
+            fn clock_high(&self) -> bool {
+                self.clock.val().clk
+            }
+        }
+    };
+}
+pe_ports!(PeI8);
+pe_ports!(PeBf16);
+
+fn run_pe_as<P: PePorts + Send + 'static>(mut uut: P, steps: Vec<Step>) -> Vec<u32> {
     let out = Arc::new(Mutex::new(Vec::new()));
     let out2 = out.clone();
     let mut sim = Simulation::new();
-    sim.add_clock(5, |x: &mut Box<Pe>| x.clock.next = !x.clock.val());
-    sim.add_testbench(move |mut sim: Sim<Pe>| {
+    sim.add_clock(5, |x: &mut Box<P>| {
+        let c = x.ports().clock;
+        c.next = !c.val()
+    });
+    sim.add_testbench(move |mut sim: Sim<P>| {
         let mut x = sim.init()?;
         for s in &steps {
-            wait_clock_false!(sim, clock, x);
-            x.w_valid.next = s.w_valid;
-            x.w_row.next = (s.w_row as LiteralType).into();
-            x.w_in.next = (s.w_in as LiteralType).into();
-            x.sw_in.next = s.sw;
-            x.a_in.next = (s.a as LiteralType).into();
-            x.psum_in.next = (s.p as LiteralType).into();
-            wait_clock_true!(sim, clock, x);
+            x = sim.watch(|x| !x.clock_high(), x)?;
+            {
+                let p = x.ports();
+                p.w_valid.next = s.w_valid;
+                p.w_row.next = (s.w_row as LiteralType).into();
+                p.w_in.next = (s.w_in as LiteralType).into();
+                p.sw_in.next = s.sw;
+                p.a_in.next = (s.a as LiteralType).into();
+                p.psum_in.next = (s.p as LiteralType).into();
+            }
+            x = sim.watch(|x| x.clock_high(), x)?;
             x = sim.wait(1, x)?;
-            let v: LiteralType = x.psum_out.val().into();
+            let v: LiteralType = x.ports().psum_out.val().into();
             out2.lock().unwrap().push(v as u32);
         }
         sim.done(x)
     });
-    let mut uut = Pe::new(mode, ROW as usize);
-    uut.clock.connect();
-    uut.a_in.connect();
-    uut.sw_in.connect();
-    uut.psum_in.connect();
-    uut.w_in.connect();
-    uut.w_valid.connect();
-    uut.w_row.connect();
+    {
+        let p = uut.ports();
+        p.clock.connect();
+        p.a_in.connect();
+        p.sw_in.connect();
+        p.psum_in.connect();
+        p.w_in.connect();
+        p.w_valid.connect();
+        p.w_row.connect();
+    }
     uut.connect_all();
     sim.run(Box::new(uut), 1_000_000)
         .expect("rust-hdl simulation");
@@ -117,7 +174,7 @@ fn check(mode: Mode, w1: u16, w2: u16, ops: [(u16, u32); 3], mac: impl Fn(u32, u
 #[test]
 fn pe_int8_double_buffer_and_mac() {
     let mac = |p: u32, a: u16, w: u16| {
-        n::i32_add(p as i32, n::int8_product(a as u8 as i8, w as u8 as i8)) as u32
+        (p as i32).wrapping_add(a as u8 as i8 as i32 * w as u8 as i8 as i32) as u32
     };
     let cases: [Case; 3] = [
         (
@@ -135,7 +192,7 @@ fn pe_int8_double_buffer_and_mac() {
 
 #[test]
 fn pe_bf16_double_buffer_and_mac() {
-    let mac = |p: u32, a: u16, w: u16| n::f32_add(p, n::bf16_product(a, w));
+    let mac = |p: u32, a: u16, w: u16| ref_add(p, ref_mul(a, w));
     // 1.5, -2, +inf, NaN, -0, a subnormal (DAZ), the largest and a tiny normal bf16.
     let cases: [Case; 4] = [
         (

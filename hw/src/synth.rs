@@ -76,6 +76,11 @@ pub struct SynthReport {
     pub yosys: String,
     /// The synthesized netlist (Verilog).
     pub netlist: PathBuf,
+    /// Xilinx only: Yosys's static timing estimate, the latest arrival time in ps of the
+    /// flattened netlist with the delays of Yosys's Xilinx cell models (`sta` after reading
+    /// `cells_sim.v` with `-specify`). Cell delays only: no routing, no clock-to-out or setup
+    /// margins, so `1e6 / sta_ps` MHz is an upper bound on Fmax, not a timing closure.
+    pub sta_ps: Option<u64>,
 }
 
 /// Classifies Yosys's cell counts into DSP/LUT/FF/BRAM.
@@ -124,14 +129,30 @@ pub fn parse_stat(log: &str) -> Vec<(String, u64)> {
     cells
 }
 
+/// The latest arrival time (ps) of Yosys's `sta` (`Latest arrival time in 'mxu' is 4607:`).
+pub fn parse_sta(log: &str) -> Option<u64> {
+    log.lines().rev().find_map(|l| {
+        let rest = l.trim().strip_prefix("Latest arrival time in '")?;
+        rest.split_once("' is ")?
+            .1
+            .trim_end_matches(':')
+            .parse()
+            .ok()
+    })
+}
+
 /// Synthesizes the MXU for `p` with Yosys for `target` (in a scratch folder kept for the netlist).
 pub fn synthesize(p: &MxuParams, target: Target) -> Result<SynthReport, HwError> {
     let dir = crate::flow::scratch_dir(&format!("synth-{}-{}", p.tag(), target.name()))?;
     let v = dir.join("mxu.v");
     tools::write(&v, &emit::verilog(p)?)?;
     let netlist = dir.join("netlist.v");
+    let sta = match target {
+        Target::Xilinx => "read_verilog -lib -specify +/xilinx/cells_sim.v\nsta\n",
+        Target::Ice40 => "",
+    };
     let script = format!(
-        "read_verilog {v}\n{synth}\nstat\nwrite_verilog -noattr {n}\n",
+        "read_verilog {v}\n{synth}\nstat\nwrite_verilog -noattr {n}\n{sta}",
         v = v.display(),
         synth = target.script(),
         n = netlist.display()
@@ -168,6 +189,7 @@ pub fn synthesize(p: &MxuParams, target: Target) -> Result<SynthReport, HwError>
         seconds,
         yosys: tools::version("yosys"),
         netlist,
+        sta_ps: parse_sta(&full),
     })
 }
 
@@ -202,5 +224,221 @@ impl RtlRunner for NetlistModel {
             .arg(&self.vvp)
             .arg(format!("+stim={}", stimulus.display()));
         tools::run("vvp", &mut cmd)
+    }
+}
+
+/// The iCE40 part place-and-route targets: the largest iCE40 (HX8K: 7 680 logic cells, 32
+/// 4-kbit block RAMs), in its largest package.
+pub const ICE40_DEVICE: (&str, &str) = ("hx8k", "ct256");
+
+/// Result of placing and routing the MXU on an iCE40 with nextpnr-ice40.
+#[derive(Clone, Debug)]
+pub struct PnrReport {
+    /// `ICESTORM_LC` cells used and available (a logic cell is one LUT4 and one flip-flop).
+    pub lc: (u64, u64),
+    /// `ICESTORM_RAM` block RAMs used and available.
+    pub ram: (u64, u64),
+    /// The achieved maximum clock frequency of the MXU's clock after routing (MHz).
+    pub fmax_mhz: f64,
+    /// Wall time of Yosys and nextpnr.
+    pub seconds: f64,
+    pub nextpnr: String,
+    /// nextpnr's log.
+    pub log: PathBuf,
+}
+
+/// The place-and-route harness: the MXU between registers, fed by a shift register from one
+/// pin and observed through the XOR of its registered outputs on another, so every MXU port is
+/// a register-to-register path and the design needs 3 pins (the MXU's own ports are hundreds of
+/// bits wide, more than any iCE40 has pins).
+pub fn pnr_harness(p: &MxuParams) -> String {
+    let (r, c) = (p.rows, p.cols);
+    // Inputs: x_valid, x_data, x_rows, x_addr, x_acc, w_valid, w_data.
+    let ni = 1 + 16 * r + 32 + 16 + 1 + 1 + 16 * c;
+    // Outputs: x_ready, w_ready, r_valid, r_addr, r_data.
+    let no = 3 + 16 + 32 * c;
+    format!(
+        r#"
+// Place-and-route harness (docs/rtl.md#fpga-timing): not part of the MXU.
+module pnr_top(input wire clk, input wire din, output reg dout);
+   localparam NI = {ni}, NO = {no};
+   reg [NI-1:0] sin = {{NI{{1'b0}}}};
+   always @(posedge clk) sin <= {{sin[NI-2:0], din}};
+   wire [NO-1:0] o;
+   mxu dut(
+      .clock(clk),
+      .x_valid(sin[0]),
+      .x_data(sin[1 +: {xw}]),
+      .x_rows(sin[{xr} +: 32]),
+      .x_addr(sin[{xa} +: 16]),
+      .x_acc(sin[{xc}]),
+      .w_valid(sin[{wv}]),
+      .w_data(sin[{wd} +: {ww}]),
+      .x_ready(o[0]),
+      .w_ready(o[1]),
+      .r_valid(o[2]),
+      .r_addr(o[3 +: 16]),
+      .r_data(o[19 +: {rw}])
+   );
+   reg [NO-1:0] so = {{NO{{1'b0}}}};
+   always @(posedge clk) begin
+      so <= o;
+      dout <= ^so;
+   end
+endmodule
+"#,
+        xw = 16 * r,
+        xr = 1 + 16 * r,
+        xa = 1 + 16 * r + 32,
+        xc = 1 + 16 * r + 48,
+        wv = 2 + 16 * r + 48,
+        wd = 3 + 16 * r + 48,
+        ww = 16 * c,
+        rw = 32 * c,
+    )
+}
+
+/// Synthesizes the MXU in [`pnr_harness`] for iCE40 (the same script as [`synthesize`]) and
+/// places and routes it on [`ICE40_DEVICE`] with nextpnr-ice40 (seed 1), reporting the achieved
+/// Fmax. A design that does not fit is an error naming the cells it needs.
+pub fn place_and_route_ice40(p: &MxuParams) -> Result<PnrReport, HwError> {
+    if !tools::available("nextpnr-ice40") {
+        return Err(HwError::Tool {
+            tool: "nextpnr-ice40".into(),
+            msg: "not installed; place-and-route needs it (Debian: apt-get install nextpnr-ice40, \
+                  see scripts/setup.sh)"
+                .into(),
+        });
+    }
+    let dir = crate::flow::scratch_dir(&format!("pnr-{}-ice40", p.tag()))?;
+    let v = dir.join("mxu.v");
+    tools::write(&v, &(emit::verilog(p)? + &pnr_harness(p)))?;
+    let json = dir.join("pnr.json");
+    let script = Target::Ice40.script().replace("-top mxu", "-top pnr_top");
+    let script = format!(
+        "read_verilog {v}\n{script}\nstat\nwrite_json {j}\n",
+        v = v.display(),
+        j = json.display()
+    );
+    let ys = dir.join("pnr.ys");
+    tools::write(&ys, &script)?;
+    let t0 = Instant::now();
+    tools::run(
+        "yosys",
+        Command::new("yosys")
+            .arg("-q")
+            .arg("-l")
+            .arg(dir.join("yosys.log"))
+            .arg("-s")
+            .arg(&ys),
+    )?;
+    let log = dir.join("nextpnr.log");
+    let (device, package) = ICE40_DEVICE;
+    let out = Command::new("nextpnr-ice40")
+        .arg(format!("--{device}"))
+        .args(["--package", package, "--seed", "1", "--timing-allow-fail"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--log")
+        .arg(&log)
+        .output()
+        .map_err(|e| HwError::Tool {
+            tool: "nextpnr-ice40".into(),
+            msg: format!("cannot run it ({e})"),
+        })?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let text = std::fs::read_to_string(&log).unwrap_or_else(|_| {
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout)
+    });
+    let lc = parse_utilisation(&text, "ICESTORM_LC");
+    let ram = parse_utilisation(&text, "ICESTORM_RAM");
+    if !out.status.success() {
+        let need = match lc {
+            Some((used, total)) if used > total => {
+                format!(" (needs {used} logic cells, the {device} has {total})")
+            }
+            _ => String::new(),
+        };
+        let err: Vec<&str> = text.lines().filter(|l| l.contains("ERROR")).collect();
+        return Err(HwError::Tool {
+            tool: "nextpnr-ice40".into(),
+            msg: format!(
+                "{} does not place and route on the iCE40 {device}{need}: {}; log {}",
+                p.tag(),
+                err.join(" / "),
+                log.display()
+            ),
+        });
+    }
+    let fmax_mhz = parse_fmax(&text).ok_or_else(|| HwError::Tool {
+        tool: "nextpnr-ice40".into(),
+        msg: format!("no Fmax for the clock in {}", log.display()),
+    })?;
+    Ok(PnrReport {
+        lc: lc.unwrap_or((0, 0)),
+        ram: ram.unwrap_or((0, 0)),
+        fmax_mhz,
+        seconds,
+        nextpnr: tools::version("nextpnr-ice40"),
+        log,
+    })
+}
+
+/// `(used, available)` of a cell type from nextpnr's last `Device utilisation` block
+/// (`Info:   ICESTORM_LC:  1234/ 7680    16%`).
+pub fn parse_utilisation(log: &str, cell: &str) -> Option<(u64, u64)> {
+    let key = format!("{cell}:");
+    log.lines().rev().find_map(|l| {
+        let rest = l.split_once(&key)?.1;
+        let (used, rest) = rest.split_once('/')?;
+        let total = rest.split_whitespace().next()?;
+        Some((used.trim().parse().ok()?, total.parse().ok()?))
+    })
+}
+
+/// The last `Max frequency for clock '…': F MHz` nextpnr reports (the one after routing).
+pub fn parse_fmax(log: &str) -> Option<f64> {
+    log.lines().rev().find_map(|l| {
+        let rest = l.split_once("Max frequency for clock")?.1;
+        let f = rest.split_once("': ")?.1.split_whitespace().next()?;
+        f.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nextpnr_reports_are_parsed() {
+        let log = "Info: Device utilisation:\nInfo: \t         ICESTORM_LC:   120/ 7680     1%\n\
+                   Info: \t        ICESTORM_RAM:     2/   32     6%\n\
+                   Info: Max frequency for clock 'clk$SB_IO_IN_$glb_clk': 80.00 MHz (PASS at 12.00 MHz)\n\
+                   Info: Device utilisation:\nInfo: \t         ICESTORM_LC:   130/ 7680     1%\n\
+                   Info: Max frequency for clock 'clk$SB_IO_IN_$glb_clk': 71.25 MHz (PASS at 12.00 MHz)\n";
+        assert_eq!(parse_utilisation(log, "ICESTORM_LC"), Some((130, 7680)));
+        assert_eq!(parse_utilisation(log, "ICESTORM_RAM"), Some((2, 32)));
+        assert_eq!(parse_utilisation(log, "SB_GB"), None);
+        assert_eq!(parse_fmax(log), Some(71.25));
+        assert_eq!(parse_fmax("Info: nothing"), None);
+        let sta = "4. Executing STA pass (static timing analysis).\n\
+                   Latest arrival time in 'mxu' is 4607:\n    4607 (<unknown>)\n";
+        assert_eq!(parse_sta(sta), Some(4607));
+        assert_eq!(parse_sta("Latest arrival time in 'mxu' is soon:"), None);
+    }
+
+    #[test]
+    fn the_harness_connects_every_port_bit() {
+        let p = MxuParams {
+            rows: 3,
+            cols: 5,
+            acc_rows: 16,
+            mode: crate::Mode::Int8,
+        };
+        let h = pnr_harness(&p);
+        // Inputs: 1 + 48 + 32 + 16 + 1 + 1 + 80 = 179 bits, the last (w_data) ending at 178.
+        assert!(h.contains("localparam NI = 179, NO = 179;"), "{h}");
+        assert!(h.contains(".w_data(sin[99 +: 80])"));
+        assert!(h.contains(".r_data(o[19 +: 160])"));
     }
 }

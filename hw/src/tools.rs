@@ -49,18 +49,27 @@ pub fn available(tool: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// The first line of `tool --version` (part of cache keys and reports).
+/// The first line of `tool --version` (part of cache keys and reports), from stdout, or from
+/// stderr for tools that print it there (nextpnr).
 pub fn version(tool: &str) -> String {
     Command::new(tool)
         .arg("--version")
         .output()
         .ok()
         .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string()
+            let first = |b: &[u8]| {
+                String::from_utf8_lossy(b)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let out = first(&o.stdout);
+            if out.is_empty() {
+                first(&o.stderr)
+            } else {
+                out
+            }
         })
         .unwrap_or_default()
 }
