@@ -736,8 +736,16 @@ fn timeline(a: &PlotArgs, v: &serde_json::Value, plot_width: u32) -> Result<Plot
             }
             "X" => {
                 let tid = e["tid"].as_u64().ok_or_else(|| bad("no integer `tid`"))?;
-                let ts = e["ts"].as_u64().ok_or_else(|| bad("no integer `ts`"))?;
-                let dur = e["dur"].as_u64().ok_or_else(|| bad("no integer `dur`"))?;
+                // Cycles: `args.cycle`/`args.cycles` (traces written in simulated µs), else
+                // integer `ts`/`dur` (older traces counted cycles there).
+                let ts = e["args"]["cycle"]
+                    .as_u64()
+                    .or_else(|| e["ts"].as_u64())
+                    .ok_or_else(|| bad("no integer `args.cycle` or `ts`"))?;
+                let dur = e["args"]["cycles"]
+                    .as_u64()
+                    .or_else(|| e["dur"].as_u64())
+                    .ok_or_else(|| bad("no integer `args.cycles` or `dur`"))?;
                 if dur == 0 {
                     // Nothing to draw (and no lane to open for it).
                     continue;

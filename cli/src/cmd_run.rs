@@ -113,6 +113,8 @@ pub struct RunArgs {
     /// and HLO op.
     #[arg(long, value_name = "TRACE.json")]
     trace: Option<PathBuf>,
+    #[command(flatten)]
+    trace_opts: crate::cmd_sim::TraceOpts,
     /// Write a JSON report (cycles, seconds, flops, utilization, per-HLO-op table).
     #[arg(long, value_name = "REPORT.json")]
     report: Option<PathBuf>,
@@ -680,6 +682,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     {
         crate::bounded::check_output(p)?;
     }
+    a.trace_opts.check()?;
     if let Some(p) = &a.outputs {
         if p.extension().and_then(|e| e.to_str()) != Some("npz") {
             return Err(user(format!(
@@ -915,12 +918,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 p.display()
             )));
         }
-        let f = std::fs::File::create(p)
-            .map_err(|e| user(format!("{}: cannot write: {e}", p.display())))?;
-        events
-            .lock()
-            .expect("trace sink")
-            .write_chrome_json(std::io::BufWriter::new(f))?;
+        let evs = std::mem::take(&mut events.lock().expect("trace sink").events);
+        a.trace_opts.write(p, &evs, &arch)?;
     }
     if let Some(p) = &a.report {
         // Each op's cost (from the module's shapes) and its span on the chip, for the

@@ -243,8 +243,13 @@ fn run_trace_is_chrome_json_with_slices_named_by_hlo_op() {
                 .trim_end_matches(char::is_numeric)
                 .to_string(),
         );
+        // Simulated µs in ts/dur; the exact cycles in args.
         assert!(
-            e["dur"].as_u64().is_some() && e["ts"].as_u64().is_some(),
+            e["dur"].as_f64().is_some() && e["ts"].as_f64().is_some(),
+            "{e}"
+        );
+        assert!(
+            e["args"]["cycle"].as_u64().is_some() && e["args"]["cycles"].as_u64().is_some(),
             "{e}"
         );
         if let Some(h) = e["args"]["hlo"].as_str() {
@@ -261,7 +266,10 @@ fn run_trace_is_chrome_json_with_slices_named_by_hlo_op() {
     // Slices on one track (pid, tid) never overlap; every track and process is named.
     let mut tracks: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> = Default::default();
     for e in ev.iter().filter(|e| e["ph"] == "X") {
-        let (ts, dur) = (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap());
+        let (ts, dur) = (
+            e["args"]["cycle"].as_u64().unwrap(),
+            e["args"]["cycles"].as_u64().unwrap(),
+        );
         let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
         tracks.entry(key).or_default().push((ts, ts + dur));
     }
