@@ -234,8 +234,9 @@ struct OpSink(Arc<Mutex<OpCycles>>);
 impl TraceSink for OpSink {
     fn event(&mut self, e: &TraceEvent<'_>) {
         let Some(sym) = e.symbol else { return };
-        // Link tracks (`ici.x+`) repeat the transfers the ICI units already count.
-        if e.unit.starts_with("ici.") {
+        // Link tracks (`ici.x+`) repeat the transfers the ICI units already count; the
+        // sequencer's track (issue and blocked time) is not work of the op's units.
+        if e.unit.starts_with("ici.") || e.unit.ends_with(".seq") {
             return;
         }
         let unit = e.unit.rsplit('.').next().unwrap_or(e.unit);

@@ -73,8 +73,10 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
 /// Renders `kind` from `input` as PNG and SVG; checks the PNG (signature, size, not blank) and
 /// returns the SVG text.
 fn render(kind: &str, input: &str, extra: &[&str]) -> String {
-    // One file name per kind and options: tests run in parallel.
-    let tag: String = format!("{kind}{}{}", input, extra.concat())
+    // One file name per call: tests run in parallel and may draw the same input alike.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tag: String = format!("{kind}{}{}{n}", input, extra.concat())
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();

@@ -116,8 +116,13 @@ fn transformer_block_trace_has_named_tracks_counters_and_no_overlap() {
     let bytes = trace("full", &["--trace-granularity", "0"]);
     let t = parse(&bytes);
     assert_eq!(t.processes, BTreeSet::from(["chip0".to_string()]));
-    // (The sequencer has no slices yet: the simulator emits none for scalar work.)
-    for unit in ["core0.dma", "core0.vpu", "core0.mxu0", "core0.mxu3"] {
+    for unit in [
+        "core0.seq",
+        "core0.dma",
+        "core0.vpu",
+        "core0.mxu0",
+        "core0.mxu3",
+    ] {
         assert!(
             t.tracks.contains_key(&format!("chip0/{unit}")),
             "no {unit} track: {:?}",

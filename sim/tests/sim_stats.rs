@@ -136,11 +136,23 @@ fn counters_count_what_the_program_did() {
 #[test]
 fn trace_events_carry_hlo_symbols() {
     let (_, cycles, ev) = run(true);
+    // The units' slices; the sequencer's track has its own (checked below).
+    let (seq, ev): (Vec<_>, Vec<_>) = ev.into_iter().partition(|e| e.unit == "core0.seq");
     let find = |name: &str| {
         ev.iter()
             .find(|e| e.name == name)
             .unwrap_or_else(|| panic!("{name}"))
     };
+    // The sequencer issues every instruction (one slice each: the loop's 3 `s.addi`), and its
+    // wait at `sem.wait sem2` is a blocked slice ending when the VPU's add signals.
+    assert_eq!(seq.iter().filter(|e| e.name == "s.addi").count(), 3);
+    assert_eq!(seq.iter().filter(|e| e.name == "mxu.matmul").count(), 1);
+    let blocked = seq
+        .iter()
+        .find(|e| e.name == "blocked: semaphore")
+        .expect("a blocked slice");
+    assert!(blocked.end > blocked.start);
+    assert!(blocked.end >= find("vpu.add").end, "{blocked:?}");
     assert_eq!(find("mxu.matmul").symbol.as_deref(), Some("dot.2"));
     assert_eq!(find("mxu.matmul").unit, "core0.mxu0");
     assert_eq!(find("vpu.add").symbol.as_deref(), Some("add.3"));
