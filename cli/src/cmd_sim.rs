@@ -62,22 +62,30 @@ pub struct SimArgs {
 pub struct TraceOpts {
     /// Trace aggregation: slices shorter than this many cycles are merged per track into one
     /// slice per window of this many cycles (`N × op`); `0` keeps every slice; `auto` keeps
-    /// every slice up to 1,000,000 and else picks the smallest power of two that fits.
+    /// every slice up to --trace-max-slices and else picks the smallest power of two that fits.
     #[arg(long, value_name = "CYCLES|auto", default_value = "auto")]
     pub trace_granularity: String,
+    /// With `--trace-granularity auto`: the most slices a trace keeps before it aggregates
+    /// (the default, about 200 MB of JSON).
+    #[arg(long, value_name = "N", default_value_t = AUTO_MAX_SLICES)]
+    pub trace_max_slices: usize,
     /// Cycles per sample of the trace's counter tracks (HBM and VMEM bandwidth, MXU
     /// utilization); default: the granularity or 1/1000 of the run, whichever is longer.
     #[arg(long, value_name = "CYCLES")]
     pub trace_interval: Option<u64>,
 }
 
-/// Slices a trace keeps before `--trace-granularity auto` aggregates (about 200 MB of JSON).
+/// Slices a trace keeps by default before `--trace-granularity auto` aggregates (about
+/// 200 MB of JSON).
 pub const AUTO_MAX_SLICES: usize = 1_000_000;
 
 impl TraceOpts {
     /// Checks the options before a run (bad values are user errors, exit 2).
     pub fn check(&self) -> anyhow::Result<()> {
         self.granularity_value()?;
+        if self.trace_max_slices == 0 {
+            return Err(user("--trace-max-slices must be at least 1".into()));
+        }
         if self.trace_interval == Some(0) {
             return Err(user("--trace-interval must be at least 1 cycle".into()));
         }
@@ -107,7 +115,7 @@ impl TraceOpts {
     ) -> anyhow::Result<()> {
         let granularity = match self.granularity_value()? {
             Some(g) => g,
-            None => traces::auto_granularity(events, AUTO_MAX_SLICES),
+            None => traces::auto_granularity(events, self.trace_max_slices),
         };
         let opts = traces::ChromeOptions {
             clock_mhz: arch.clock_mhz,

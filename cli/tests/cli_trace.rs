@@ -211,6 +211,35 @@ fn aggregation_cuts_slices_and_keeps_busy_time_per_track() {
 }
 
 #[test]
+fn auto_granularity_keeps_a_trace_under_its_slice_budget() {
+    let full = parse(&trace("auto-full", &[]));
+    let j: serde_json::Value =
+        serde_json::from_slice(&trace("auto-200", &["--trace-max-slices", "200"])).unwrap();
+    let g = j["otherData"]["granularity_cycles"].as_u64().unwrap();
+    let written = j["otherData"]["slices_written"].as_u64().unwrap() as usize;
+    assert_eq!(
+        j["otherData"]["slices"].as_u64().unwrap() as usize,
+        full.slices
+    );
+    assert!(full.slices > 200, "{} slices", full.slices);
+    // The smallest power of two that fits: half of it would not.
+    assert!(
+        g.is_power_of_two() && written <= 200,
+        "{g} cycles: {written}"
+    );
+    let half = parse(&trace(
+        "auto-half",
+        &["--trace-granularity", &(g / 2).to_string()],
+    ));
+    assert!(
+        half.slices > 200,
+        "{} cycles: {} slices",
+        g / 2,
+        half.slices
+    );
+}
+
+#[test]
 fn bad_trace_options_are_user_errors() {
     for (flag, v, msg) in [
         ("--trace-granularity", "soon", "--trace-granularity must be"),
