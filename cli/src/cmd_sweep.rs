@@ -252,6 +252,7 @@ fn run_point(a: &SweepArgs, module: &hlo::Module, sets: &[String]) -> Result<Met
             functional: !timing_only,
             max_cycles: sim::default_max_cycles(&c.program),
         },
+        &[],
         None,
         false,
     )

@@ -245,6 +245,7 @@ fn simulate(t: &TargetArgs, arch: &arch::ArchConfig, l: &Layer) -> Result<u64, S
             functional: false,
             max_cycles: sim::default_max_cycles(&c.program),
         },
+        &[],
         None,
         false,
     )

@@ -337,3 +337,36 @@ fn maps_of_elementwise_computations_run_on_chip() {
         assert!(out.contains("outputs match the evaluator"), "{out}");
     }
 }
+
+#[test]
+fn an_infeed_driven_loop_runs_on_the_case_infeed_stream_and_matches() {
+    // Four iterations, each takes an f32[8,128] batch from the host's infeed (the case's
+    // `infeed` list, in order) and accumulates its product with the weights; the case's outputs
+    // are NumPy's.
+    let o = systole(&[
+        "run",
+        "tests/golden/compiler/infeed_loop.hlo",
+        "--inputs",
+        "tests/chip/infeed_loop/case.json",
+        "--f32-dot-passes",
+        "6",
+    ]);
+    let t = format!("{:?}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("outputs match the case's expected outputs"),
+        "{t}"
+    );
+    assert!(t.contains("core0.infeed"), "{t}");
+    // Without infeed data (random arguments) the loop's first infeed waits forever: a
+    // deadlock report naming the infeed, exit 1.
+    let o = systole(&[
+        "run",
+        "tests/golden/compiler/infeed_loop.hlo",
+        "--random",
+        "1",
+    ]);
+    let t = format!("{:?}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("needs stream bytes [0, 4096)"), "{t}");
+}
