@@ -125,8 +125,14 @@ impl TraceOpts {
         };
         let f = std::fs::File::create(path)
             .map_err(|e| user(format!("{}: cannot write: {e}", path.display())))?;
-        let w = traces::write_chrome_json(events, &opts, f)
-            .map_err(|e| user(format!("{}: cannot write: {e}", path.display())))?;
+        let w = traces::write_chrome_json(events, &opts, f).map_err(|e| {
+            let what = if e.kind() == std::io::ErrorKind::InvalidInput {
+                "--trace-interval"
+            } else {
+                "cannot write"
+            };
+            user(format!("{}: {what}: {e}", path.display()))
+        })?;
         let agg = if granularity > 0 {
             format!(
                 ", {} slices written ({} aggregates; granularity {granularity} cycles)",

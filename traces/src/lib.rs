@@ -59,6 +59,9 @@ impl Default for ChromeOptions {
     }
 }
 
+/// Most samples per counter track (each is a number per interval held in memory).
+pub const MAX_COUNTER_SAMPLES: u64 = 10_000_000;
+
 /// What [`write_chrome_json`] wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Written {
@@ -226,6 +229,16 @@ pub fn write_chrome_json<W: Write>(
     } else {
         opts.granularity.max(end.div_ceil(1000)).max(1)
     };
+    if end.div_ceil(interval) > MAX_COUNTER_SAMPLES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a counter interval of {interval} cycles gives {} samples per counter over the \
+                 run's {end} cycles, more than {MAX_COUNTER_SAMPLES}: choose a longer interval",
+                end.div_ceil(interval)
+            ),
+        ));
+    }
     let mut written = Written {
         slices_in: events.len(),
         counter_interval: interval,
@@ -646,5 +659,16 @@ mod tests {
             ..ChromeOptions::default()
         };
         assert!(write_chrome_json(&e, &bad, Vec::new()).is_err());
+        // Too many counter samples for the run: an error, not a huge allocation.
+        let long = vec![ev("core0.vpu", "vpu.add", 0, 3 * MAX_COUNTER_SAMPLES)];
+        let fine = ChromeOptions {
+            counter_interval: 1,
+            ..ChromeOptions::default()
+        };
+        let err = write_chrome_json(&long, &fine, Vec::new()).unwrap_err();
+        assert!(
+            err.to_string().contains("choose a longer interval"),
+            "{err}"
+        );
     }
 }
