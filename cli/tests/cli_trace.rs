@@ -263,3 +263,42 @@ fn bad_trace_options_are_user_errors() {
         assert!(all_text(&o).contains(msg), "{}", all_text(&o));
     }
 }
+
+#[test]
+fn timeline_plot_colours_aggregates_by_their_most_frequent_op() {
+    let dir = std::env::temp_dir().join(format!("systole-trace-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = dir.join("t.json");
+    let svg = dir.join("t.svg");
+    let o = systole(&[
+        "run",
+        MODEL,
+        "--timing-only",
+        "--trace",
+        t.to_str().unwrap(),
+        "--trace-granularity",
+        "64",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", all_text(&o));
+    for (by, want) in [("op", "dot_general"), ("instruction", "mxu.matmul")] {
+        let o = systole(&[
+            "plot",
+            t.to_str().unwrap(),
+            "--kind",
+            "timeline",
+            "--color-by",
+            by,
+            "-o",
+            svg.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", all_text(&o));
+        let text = std::fs::read_to_string(&svg).unwrap();
+        // The legend names ops or instructions, never an aggregate's `N × op` / `N ops`.
+        assert!(text.contains(want), "--color-by {by}: no {want}");
+        assert!(
+            !text.contains(" × "),
+            "--color-by {by}: an aggregate's name in the legend"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
