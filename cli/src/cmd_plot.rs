@@ -690,6 +690,19 @@ fn roofline(a: &PlotArgs, v: &serde_json::Value) -> Result<Plot> {
     }))
 }
 
+/// The key with the largest count of a `{name: count}` object (the first of equals): the
+/// HLO op or instruction an aggregate slice (`N × op`, see the `traces` crate) is coloured by.
+fn most_frequent(v: &serde_json::Value) -> Option<&str> {
+    let mut best: Option<(&str, u64)> = None;
+    for (k, n) in v.as_object()? {
+        let n = n.as_u64().unwrap_or(0);
+        if best.is_none_or(|(_, b)| n > b) {
+            best = Some((k.as_str(), n));
+        }
+    }
+    best.map(|(k, _)| k)
+}
+
 fn timeline(a: &PlotArgs, v: &serde_json::Value, plot_width: u32) -> Result<Plot> {
     let p = &a.input;
     let events = v
@@ -736,15 +749,31 @@ fn timeline(a: &PlotArgs, v: &serde_json::Value, plot_width: u32) -> Result<Plot
             }
             "X" => {
                 let tid = e["tid"].as_u64().ok_or_else(|| bad("no integer `tid`"))?;
-                let ts = e["ts"].as_u64().ok_or_else(|| bad("no integer `ts`"))?;
-                let dur = e["dur"].as_u64().ok_or_else(|| bad("no integer `dur`"))?;
+                // Cycles: `args.cycle`/`args.cycles` (traces written in simulated µs), else
+                // integer `ts`/`dur` (older traces counted cycles there).
+                let ts = e["args"]["cycle"]
+                    .as_u64()
+                    .or_else(|| e["ts"].as_u64())
+                    .ok_or_else(|| bad("no integer `args.cycle` or `ts`"))?;
+                let dur = e["args"]["cycles"]
+                    .as_u64()
+                    .or_else(|| e["dur"].as_u64())
+                    .ok_or_else(|| bad("no integer `args.cycles` or `dur`"))?;
                 if dur == 0 {
                     // Nothing to draw (and no lane to open for it).
                     continue;
                 }
+                // An aggregate slice (`N × op`, see the `traces` crate) counts its HLO ops and
+                // instructions in `args.hlo` / `args.ops`: it takes the colour of the most
+                // frequent (the first of equals).
                 let key = match a.color_by {
-                    ColorBy::Op => e["args"]["hlo"].as_str().or_else(|| e["name"].as_str()),
-                    ColorBy::Instruction => e["name"].as_str(),
+                    ColorBy::Op => e["args"]["hlo"]
+                        .as_str()
+                        .or_else(|| most_frequent(&e["args"]["hlo"]))
+                        .or_else(|| e["name"].as_str()),
+                    ColorBy::Instruction => {
+                        most_frequent(&e["args"]["ops"]).or_else(|| e["name"].as_str())
+                    }
                 }
                 .unwrap_or("?");
                 evs.push(Ev {

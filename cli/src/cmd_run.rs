@@ -113,6 +113,8 @@ pub struct RunArgs {
     /// and HLO op.
     #[arg(long, value_name = "TRACE.json")]
     trace: Option<PathBuf>,
+    #[command(flatten)]
+    trace_opts: crate::cmd_sim::TraceOpts,
     /// Write a JSON report (cycles, seconds, flops, utilization, per-HLO-op table).
     #[arg(long, value_name = "REPORT.json")]
     report: Option<PathBuf>,
@@ -236,8 +238,9 @@ struct OpSink(Arc<Mutex<OpCycles>>);
 impl TraceSink for OpSink {
     fn event(&mut self, e: &TraceEvent<'_>) {
         let Some(sym) = e.symbol else { return };
-        // Link tracks (`ici.x+`) repeat the transfers the ICI units already count.
-        if e.unit.starts_with("ici.") {
+        // Link tracks (`ici.x+`) repeat the transfers the ICI units already count; the
+        // sequencer's track (issue and blocked time) is not work of the op's units.
+        if e.unit.starts_with("ici.") || e.unit.ends_with(".seq") {
             return;
         }
         let unit = e.unit.rsplit('.').next().unwrap_or(e.unit);
@@ -264,21 +267,21 @@ fn entry_or<'m, V>(m: &'m mut BTreeMap<String, V>, k: &str, init: impl FnOnce() 
 
 /// Each replica's arguments (one set per replica of the module) and the case's expected
 /// outputs (one per replica), if a case gave them.
-fn inputs_for(
-    a: &RunArgs,
-    module: &hlo::Module,
-    src: &str,
-) -> anyhow::Result<(Vec<Vec<Literal>>, Option<Expected>)> {
+/// The arguments per device, the expected outputs if the case has them, and each device's
+/// infeed values (a case's `infeed`; none from NumPy files or `--random`).
+type Inputs = (Vec<Vec<Literal>>, Option<Expected>, Vec<Vec<Literal>>);
+
+fn inputs_for(a: &RunArgs, module: &hlo::Module, src: &str) -> anyhow::Result<Inputs> {
     let replicas = module.num_devices();
     if !a.inputs.is_empty() {
         let p = match crate::npy::classify(&a.inputs)? {
             crate::npy::InputFiles::Npy(files) => {
                 let args = crate::npy::read_npy_args(files, module)?;
-                return Ok((vec![args; replicas], None));
+                return Ok((vec![args; replicas], None, Vec::new()));
             }
             crate::npy::InputFiles::Npz(file) => {
                 let args = crate::npy::read_npz_args(file, module)?;
-                return Ok((vec![args; replicas], None));
+                return Ok((vec![args; replicas], None, Vec::new()));
             }
             crate::npy::InputFiles::Case(p) => p,
         };
@@ -296,9 +299,13 @@ fn inputs_for(
         }
         let expected =
             (!case.outputs.is_empty()).then(|| (case.outputs.clone(), case.check, case.tolerance));
-        return Ok((case.inputs.clone(), expected));
+        return Ok((case.inputs.clone(), expected, case.infeed.clone()));
     }
-    Ok((random_args(module, a.random.unwrap_or(0))?, None))
+    Ok((
+        random_args(module, a.random.unwrap_or(0))?,
+        None,
+        Vec::new(),
+    ))
 }
 
 /// Random arguments for every device of `module` from `seed`, as `run --random` makes them.
@@ -464,6 +471,7 @@ pub fn execute(
     arch: &arch::ArchConfig,
     args: &[Vec<Literal>],
     opts: SimOptions,
+    infeed: &[Vec<Literal>],
     trace: Option<Box<dyn TraceSink>>,
     record_mxu: bool,
 ) -> Result<Execution, ExecError> {
@@ -497,6 +505,32 @@ pub fn execute(
                 sys.write_hbm(chip, addr, &bytes)
                     .map_err(|e| ExecError::User(e.to_string()))?;
             }
+        }
+    }
+    // The host's infeed stream of each chip (core 0 runs the program's infeeds): the
+    // replica's infeed values one after the other, row-major little-endian. A timing-only run
+    // moves no data: its stream is as long as the program asks.
+    if c.program.code.iter().any(|i| i.mnemonic() == "infeed") {
+        for chip in 0..replicas {
+            let r = if functional {
+                let bytes = infeed
+                    .get(chip)
+                    .into_iter()
+                    .flatten()
+                    .map(|l| match l {
+                        Literal::Array(a) => Ok(compiler::io::to_bytes(a)),
+                        _ => Err(ExecError::User(
+                            "an infeed value is a tuple or token (one array per infeed is run)"
+                                .into(),
+                        )),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+                    .concat();
+                sys.set_infeed(chip, 0, bytes)
+            } else {
+                sys.set_infeed_len(chip, 0, u64::MAX / 2)
+            };
+            r.map_err(|e| ExecError::User(e.to_string()))?;
         }
     }
     if let Some(t) = trace {
@@ -630,6 +664,7 @@ fn conformance_case(
             max_cycles: sim::default_max_cycles(&c.program),
             ..Default::default()
         },
+        &[],
         None,
         false,
     ) {
@@ -685,6 +720,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     {
         crate::bounded::check_output(p)?;
     }
+    a.trace_opts.check()?;
     if let Some(p) = &a.outputs {
         if p.extension().and_then(|e| e.to_str()) != Some("npz") {
             return Err(user(format!(
@@ -702,8 +738,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     // The analytic backend is timing only (no data moves between chips).
     let timing_only = a.timing_only || a.t.ici == IciBackend::Analytic;
     // A timing-only run needs no arguments (none are generated: big pods stay cheap).
-    let (args, expected) = if timing_only {
-        (Vec::new(), None)
+    let (args, expected, infeed) = if timing_only {
+        (Vec::new(), None, Vec::new())
     } else {
         inputs_for(&a, &module, &src)?
     };
@@ -737,6 +773,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 .unwrap_or_else(|| sim::default_max_cycles(&c.program)),
             races: a.races.into(),
         },
+        &infeed,
         Some(Box::new(Tee(vec![
             Box::new(OpSink(ops.clone())),
             Box::new(crate::cmd_sim::SharedSink {
@@ -780,13 +817,27 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 let v = if outs.len() > 1 {
                     let inputs = args
                         .iter()
-                        .map(|a| hlo::eval::runtime::ReplicaInput {
+                        .enumerate()
+                        .map(|(r, a)| hlo::eval::runtime::ReplicaInput {
                             args: a.clone(),
-                            io: Default::default(),
+                            io: hlo::eval::HostIo {
+                                infeed: infeed.get(r).into_iter().flatten().cloned().collect(),
+                                ..Default::default()
+                            },
                         })
                         .collect();
                     hlo::eval::replica::run_replicas(&module, inputs, &Default::default())
                         .map(|o| o.into_iter().map(|r| r.result).collect())
+                } else if !infeed.is_empty() {
+                    let input = hlo::eval::ReplicaInput {
+                        args: args[0].clone(),
+                        io: hlo::eval::HostIo {
+                            infeed: infeed[0].iter().cloned().collect(),
+                            ..Default::default()
+                        },
+                    };
+                    hlo::eval::corpus::run_module(&module, vec![input], &Default::default())
+                        .map(|o| o.into_iter().map(|(r, _)| r).collect())
                 } else {
                     hlo::eval::evaluate(&module, &args[0]).map(|v| vec![v])
                 }
@@ -922,12 +973,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 p.display()
             )));
         }
-        let f = std::fs::File::create(p)
-            .map_err(|e| user(format!("{}: cannot write: {e}", p.display())))?;
-        events
-            .lock()
-            .expect("trace sink")
-            .write_chrome_json(std::io::BufWriter::new(f))?;
+        let evs = std::mem::take(&mut events.lock().expect("trace sink").events);
+        a.trace_opts.write(p, &evs, &arch)?;
     }
     if let Some(p) = &a.report {
         // Each op's cost (from the module's shapes) and its span on the chip, for the

@@ -7,7 +7,7 @@
 
 use crate::{Outcome, UserError};
 use clap::Args;
-use sim::trace::{OwnedTraceEvent, TraceEvent, TraceSink, VecSink};
+use sim::trace::{TraceEvent, TraceSink, VecSink};
 use sim::{SimError, SimOptions, System};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -37,6 +37,8 @@ pub struct SimArgs {
     /// Write a Chrome/Perfetto trace (JSON) of every unit's operations.
     #[arg(long, value_name = "TRACE.json")]
     trace: Option<PathBuf>,
+    #[command(flatten)]
+    trace_opts: TraceOpts,
     /// Print every statistic.
     #[arg(long)]
     stats: bool,
@@ -95,6 +97,102 @@ pub fn print_race_warnings(file: &std::path::Path, r: &sim::RunResult) {
     }
 }
 
+/// How `--trace` files are written (docs/exploring.md, "Traces").
+#[derive(Args, Clone, Debug)]
+pub struct TraceOpts {
+    /// Trace aggregation: slices shorter than this many cycles are merged per track into one
+    /// slice per window of this many cycles (`N × op`); `0` keeps every slice; `auto` keeps
+    /// every slice up to --trace-max-slices and else picks the smallest power of two that fits.
+    #[arg(long, value_name = "CYCLES|auto", default_value = "auto")]
+    pub trace_granularity: String,
+    /// With `--trace-granularity auto`: the most slices a trace keeps before it aggregates
+    /// (the default, about 200 MB of JSON).
+    #[arg(long, value_name = "N", default_value_t = AUTO_MAX_SLICES)]
+    pub trace_max_slices: usize,
+    /// Cycles per sample of the trace's counter tracks (HBM and VMEM bandwidth, MXU
+    /// utilization); default: the granularity or 1/1000 of the run, whichever is longer.
+    #[arg(long, value_name = "CYCLES")]
+    pub trace_interval: Option<u64>,
+}
+
+/// Slices a trace keeps by default before `--trace-granularity auto` aggregates (about
+/// 200 MB of JSON).
+pub const AUTO_MAX_SLICES: usize = 1_000_000;
+
+impl TraceOpts {
+    /// Checks the options before a run (bad values are user errors, exit 2).
+    pub fn check(&self) -> anyhow::Result<()> {
+        self.granularity_value()?;
+        if self.trace_max_slices == 0 {
+            return Err(user("--trace-max-slices must be at least 1".into()));
+        }
+        if self.trace_interval == Some(0) {
+            return Err(user("--trace-interval must be at least 1 cycle".into()));
+        }
+        Ok(())
+    }
+
+    /// `Some(g)`, or `None` for `auto`.
+    fn granularity_value(&self) -> anyhow::Result<Option<u64>> {
+        let g = self.trace_granularity.trim();
+        if g == "auto" {
+            return Ok(None);
+        }
+        g.parse::<u64>().map(Some).map_err(|_| {
+            user(format!(
+                "--trace-granularity must be a number of cycles or `auto`, got `{g}`"
+            ))
+        })
+    }
+
+    /// Writes `events` to `path` as Chrome/Perfetto JSON (the `traces` crate) and says on
+    /// stderr how many slices it holds.
+    pub fn write(
+        &self,
+        path: &std::path::Path,
+        events: &[sim::trace::OwnedTraceEvent],
+        arch: &arch::ArchConfig,
+    ) -> anyhow::Result<()> {
+        let granularity = match self.granularity_value()? {
+            Some(g) => g,
+            None => traces::auto_granularity(events, self.trace_max_slices),
+        };
+        let opts = traces::ChromeOptions {
+            clock_mhz: arch.clock_mhz,
+            granularity,
+            counter_interval: self.trace_interval.unwrap_or(0),
+            mxus_per_chip: arch.cores_per_chip * arch.mxu.count,
+        };
+        let f = std::fs::File::create(path)
+            .map_err(|e| user(format!("{}: cannot write: {e}", path.display())))?;
+        let w = traces::write_chrome_json(events, &opts, f).map_err(|e| {
+            let what = if e.kind() == std::io::ErrorKind::InvalidInput {
+                "--trace-interval"
+            } else {
+                "cannot write"
+            };
+            user(format!("{}: {what}: {e}", path.display()))
+        })?;
+        let agg = if granularity > 0 {
+            format!(
+                ", {} slices written ({} aggregates; granularity {granularity} cycles)",
+                w.slices_out, w.aggregates
+            )
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "trace: {} slices on {} tracks{agg}, {} counter samples every {} cycles -> {}",
+            w.slices_in,
+            w.tracks,
+            w.counter_samples,
+            w.counter_interval,
+            path.display()
+        );
+        Ok(())
+    }
+}
+
 /// Bytes one collected trace event is counted as against the memory budget.
 pub(crate) const TRACE_EVENT_BYTES: u64 = 160;
 
@@ -111,15 +209,7 @@ impl TraceSink for SharedSink {
             *self.dropped.lock().expect("trace sink") += 1;
             return;
         }
-        sink.events.push(OwnedTraceEvent {
-            chip: e.chip,
-            unit: e.unit.to_string(),
-            name: e.name.to_string(),
-            symbol: e.symbol.map(str::to_string),
-            pc: e.pc,
-            start: e.start,
-            end: e.end,
-        });
+        sink.events.push(e.into());
     }
 }
 
@@ -143,6 +233,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
     for p in [&a.trace, &a.stats_json, &a.outfeed].into_iter().flatten() {
         crate::bounded::check_output(p)?;
     }
+    a.trace_opts.check()?;
     let prog = load_program(&a.input)?;
     let opts = SimOptions {
         functional: !a.timing_only,
@@ -224,10 +315,8 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
                 budget.max_memory
             )));
         }
-        let f = std::fs::File::create(p).map_err(|e| user(format!("{}: {e}", p.display())))?;
-        sink.lock()
-            .expect("trace sink")
-            .write_chrome_json(std::io::BufWriter::new(f))?;
+        let events = std::mem::take(&mut sink.lock().expect("trace sink").events);
+        a.trace_opts.write(p, &events, &arch)?;
     }
     if let Some(p) = &a.outfeed {
         let out = sys.outfeed(0, 0).unwrap_or_default();

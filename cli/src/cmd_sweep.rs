@@ -254,6 +254,7 @@ fn run_point(a: &SweepArgs, module: &hlo::Module, sets: &[String]) -> Result<Met
             max_cycles: sim::default_max_cycles(&c.program),
             ..Default::default()
         },
+        &[],
         None,
         false,
     )

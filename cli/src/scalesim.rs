@@ -246,6 +246,7 @@ fn simulate(t: &TargetArgs, arch: &arch::ArchConfig, l: &Layer) -> Result<u64, S
             max_cycles: sim::default_max_cycles(&c.program),
             ..Default::default()
         },
+        &[],
         None,
         false,
     )

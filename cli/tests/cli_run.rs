@@ -243,8 +243,13 @@ fn run_trace_is_chrome_json_with_slices_named_by_hlo_op() {
                 .trim_end_matches(char::is_numeric)
                 .to_string(),
         );
+        // Simulated µs in ts/dur; the exact cycles in args.
         assert!(
-            e["dur"].as_u64().is_some() && e["ts"].as_u64().is_some(),
+            e["dur"].as_f64().is_some() && e["ts"].as_f64().is_some(),
+            "{e}"
+        );
+        assert!(
+            e["args"]["cycle"].as_u64().is_some() && e["args"]["cycles"].as_u64().is_some(),
             "{e}"
         );
         if let Some(h) = e["args"]["hlo"].as_str() {
@@ -261,7 +266,10 @@ fn run_trace_is_chrome_json_with_slices_named_by_hlo_op() {
     // Slices on one track (pid, tid) never overlap; every track and process is named.
     let mut tracks: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> = Default::default();
     for e in ev.iter().filter(|e| e["ph"] == "X") {
-        let (ts, dur) = (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap());
+        let (ts, dur) = (
+            e["args"]["cycle"].as_u64().unwrap(),
+            e["args"]["cycles"].as_u64().unwrap(),
+        );
         let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
         tracks.entry(key).or_default().push((ts, ts + dur));
     }
@@ -353,4 +361,37 @@ fn races_flag_stops_warns_or_ignores() {
     let o = systole(&["sim", f, "--arch", "mini", "--races", "off"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(!text(&o).1.contains("race"));
+}
+
+#[test]
+fn an_infeed_driven_loop_runs_on_the_case_infeed_stream_and_matches() {
+    // Four iterations, each takes an f32[8,128] batch from the host's infeed (the case's
+    // `infeed` list, in order) and accumulates its product with the weights; the case's outputs
+    // are NumPy's.
+    let o = systole(&[
+        "run",
+        "tests/golden/compiler/infeed_loop.hlo",
+        "--inputs",
+        "tests/chip/infeed_loop/case.json",
+        "--f32-dot-passes",
+        "6",
+    ]);
+    let t = format!("{:?}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("outputs match the case's expected outputs"),
+        "{t}"
+    );
+    assert!(t.contains("core0.infeed"), "{t}");
+    // Without infeed data (random arguments) the loop's first infeed waits forever: a
+    // deadlock report naming the infeed, exit 1.
+    let o = systole(&[
+        "run",
+        "tests/golden/compiler/infeed_loop.hlo",
+        "--random",
+        "1",
+    ]);
+    let t = format!("{:?}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("needs stream bytes [0, 4096)"), "{t}");
 }

@@ -557,7 +557,8 @@ impl Chip {
         Ok(())
     }
 
-    /// Emits a trace event for an instruction of core `c`, unit `u`.
+    /// Emits a trace event for an instruction of core `c`, unit `u`, active over `span`
+    /// (start, exclusive end), that moved `bytes` (HBM link bytes, VMEM port bytes).
     #[allow(clippy::too_many_arguments)]
     pub fn trace(
         &self,
@@ -566,9 +567,10 @@ impl Chip {
         u: usize,
         pc: u32,
         inst: &Inst,
-        start: Cycle,
-        end: Cycle,
+        span: (Cycle, Cycle),
+        bytes: (u64, u64),
     ) {
+        let (start, end) = span;
         if let Some(t) = env.trace.as_deref_mut() {
             t.event(&TraceEvent {
                 chip: self.idx,
@@ -578,6 +580,8 @@ impl Chip {
                 pc: Some(pc),
                 start: start.get(),
                 end: end.get(),
+                hbm_bytes: bytes.0,
+                vmem_bytes: bytes.1,
             });
         }
     }

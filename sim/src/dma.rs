@@ -260,7 +260,16 @@ impl Chip {
         unit.tl.add(Kind::Busy, x.start.get(), busy_end);
         unit.tl.add(Kind::Stall(R_VMEM), busy_end, now.get());
         let inst = env.prog.code()[x.pc as usize];
-        self.trace(env, c, DMA, x.pc, &inst, x.start, now);
+        let hbm_bytes = if x.hbm { x.link_bytes } else { 0 };
+        self.trace(
+            env,
+            c,
+            DMA,
+            x.pc,
+            &inst,
+            (x.start, now),
+            (hbm_bytes, x.vmem_bytes),
+        );
         self.complete(env, now, c, DMA, x.signal, x.race_id)?;
         self.kick(c, DMA, now);
         Ok(())

@@ -300,6 +300,7 @@ impl Chip {
         match outcome {
             Ok(cost) => {
                 self.end_block(env, c, now);
+                self.seq_trace(env, c, pc, inst.mnemonic(), now.get(), now.get() + cost);
                 let core = &mut self.cores[c];
                 core.pc = next_pc;
                 env.stats.add(core.seq_stats.issued, 1);
@@ -322,14 +323,36 @@ impl Chip {
     fn end_block(&mut self, env: &mut Env<'_>, c: usize, now: Cycle) {
         let core = &mut self.cores[c];
         if let Some((blk, since)) = core.blocked.take() {
-            let r = match blk {
-                SeqBlock::Sem(..) => S_SEM,
-                SeqBlock::Fence => S_FENCE,
-                SeqBlock::Queue(_) => S_QUEUE,
-                SeqBlock::Halt => S_HALT,
+            let (r, name) = match blk {
+                SeqBlock::Sem(..) => (S_SEM, "blocked: semaphore"),
+                SeqBlock::Fence => (S_FENCE, "blocked: fence"),
+                SeqBlock::Queue(_) => (S_QUEUE, "blocked: queue full"),
+                SeqBlock::Halt => (S_HALT, "blocked: halt"),
             };
             core.seq_tl.add(Kind::Stall(r), since.get(), now.get());
             core.seq_tl.flush_until(env.stats, now.get());
+            let pc = core.pc;
+            if since < now {
+                self.seq_trace(env, c, pc, name, since.get(), now.get());
+            }
+        }
+    }
+
+    /// A slice on core `c`'s sequencer track (`coreN.seq`): an issued instruction or a block.
+    fn seq_trace(&self, env: &mut Env<'_>, c: usize, pc: u32, name: &str, start: u64, end: u64) {
+        if let Some(t) = env.trace.as_deref_mut() {
+            let unit = format!("core{c}.seq");
+            t.event(&crate::trace::TraceEvent {
+                chip: self.idx,
+                unit: &unit,
+                name,
+                symbol: env.prog.symbol(pc),
+                pc: Some(pc),
+                start,
+                end,
+                hbm_bytes: 0,
+                vmem_bytes: 0,
+            });
         }
     }
 

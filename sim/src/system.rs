@@ -387,6 +387,8 @@ impl System {
                             pc: Some(a.send.pc),
                             start: a.start.get(),
                             end: t.get().max(a.start.get() + 1),
+                            hbm_bytes: 0,
+                            vmem_bytes: 0,
                         });
                     }
                 }

@@ -206,6 +206,8 @@ impl Chip {
                 None => 0,
             };
             self.next_dma_race_id = race_id;
+            // VMEM bytes this command books on the core's port (trace counters).
+            let granted = self.cores[c].vmem_port.granted();
             let st = match u {
                 DMA => self.start_dma(env, now, c, &cmd, signal.map(|s| s.0))?,
                 VPU => self.start_vpu(env, now, c, &cmd)?,
@@ -271,7 +273,16 @@ impl Chip {
                         id: race_id,
                     },
                 );
-                self.trace(env, c, u, cmd.pc, &cmd.inst, st.start, done);
+                let vmem_bytes = self.cores[c].vmem_port.granted() - granted;
+                self.trace(
+                    env,
+                    c,
+                    u,
+                    cmd.pc,
+                    &cmd.inst,
+                    (st.start, done),
+                    (0, vmem_bytes),
+                );
             }
         }
         let unit = &mut self.cores[c].units[u];
@@ -742,7 +753,8 @@ impl Chip {
         unit.unreported_from = from;
         unit.tl.add(Kind::Busy, post.posted.get(), now.get());
         let inst = env.prog.code()[post.pc as usize];
-        self.trace(env, c, u, post.pc, &inst, post.posted, now);
+        // ICI transfers move VMEM bytes outside the core's VMEM port: none counted here.
+        self.trace(env, c, u, post.pc, &inst, (post.posted, now), (0, 0));
         self.complete(env, now, c, u, post.signal, post.race_id)?;
         let unit = &mut self.cores[c].units[u];
         let h = unit.horizon(now);

@@ -14,6 +14,7 @@ fn run_on_chip(
     m: &hlo::Module,
     arch: &arch::ArchConfig,
     args: &[Vec<Literal>],
+    infeed: &[Literal],
 ) -> Result<Vec<Literal>, CompileError> {
     let opts = CompileOptions {
         f32_dot_passes: 6,
@@ -37,6 +38,16 @@ fn run_on_chip(
             sys.write_hbm(chip, addr, &b).unwrap();
         }
     }
+    if !infeed.is_empty() {
+        // Every chip's host stream: the values one after the other, row-major little-endian.
+        let stream: Vec<u8> = infeed
+            .iter()
+            .flat_map(|l| compiler::io::to_bytes(l.as_array().expect("an array")))
+            .collect();
+        for chip in 0..args.len() {
+            sys.set_infeed(chip, 0, stream.clone()).unwrap();
+        }
+    }
     sys.run().expect("compiled program runs to halt");
     Ok((0..args.len())
         .map(|chip| {
@@ -45,6 +56,9 @@ fn run_on_chip(
         })
         .collect())
 }
+
+/// Values on the host's infeed stream of a workload that reads one (more than any reads).
+const INFEED_VALUES: usize = 16;
 
 /// `arch_line`: a preset name and `--set` style overrides (`tpu-v4 ici.dims=[2,2]`).
 fn check(path: &Path, text: &str, arch_line: &str, seed: u64) -> Result<(), String> {
@@ -65,15 +79,39 @@ fn check(path: &Path, text: &str, arch_line: &str, seed: u64) -> Result<(), Stri
                 .collect()
         })
         .collect();
+    // The host's infeed: INFEED_VALUES random values of the module's infeed data shape (one
+    // shape only: with several, the order they are read in is the program's).
+    let mut shapes: Vec<hlo::Shape> = m
+        .comps
+        .values()
+        .flat_map(|c| c.insts.values())
+        .filter(|i| i.opcode == hlo::Opcode::Infeed)
+        .filter_map(|i| i.shape.as_tuple().and_then(|t| t.first()).cloned())
+        .collect();
+    shapes.dedup();
+    if shapes.len() > 1 {
+        return Err("SKIP infeeds of several shapes".into());
+    }
+    let infeed: Vec<Literal> = shapes
+        .first()
+        .map(|s| {
+            (0..INFEED_VALUES)
+                .map(|_| random_literal(s, &mut g).expect("supported test type"))
+                .collect()
+        })
+        .unwrap_or_default();
     // Random inputs may be outside what a module accepts (sizes, custom calls): not a test.
-    let expected: Vec<Literal> = if args.len() == 1 {
+    let expected: Vec<Literal> = if args.len() == 1 && infeed.is_empty() {
         vec![hlo::eval::evaluate(&m, &args[0]).map_err(|e| format!("SKIP evaluator: {e}"))?]
     } else {
         let inputs = args
             .iter()
             .map(|a| hlo::eval::ReplicaInput {
                 args: a.clone(),
-                io: Default::default(),
+                io: hlo::eval::HostIo {
+                    infeed: infeed.iter().cloned().collect(),
+                    ..Default::default()
+                },
             })
             .collect();
         hlo::eval::replica::run_replicas(&m, inputs, &Default::default())
@@ -82,7 +120,7 @@ fn check(path: &Path, text: &str, arch_line: &str, seed: u64) -> Result<(), Stri
             .map(|o| o.result)
             .collect()
     };
-    let got = match run_on_chip(&m, &arch, &args) {
+    let got = match run_on_chip(&m, &arch, &args, &infeed) {
         Ok(v) => v,
         Err(e @ CompileError::NotSupported { .. }) => return Err(format!("SKIP {e}")),
         Err(e) => return Err(e.render(&path.display().to_string())),

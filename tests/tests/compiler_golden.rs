@@ -8,7 +8,8 @@
 //! Every workload also runs on the other TPU presets (`PRESETS`, with the same overrides): one
 //! line each, its cycle count or its error, so a change to any preset's model shows up.
 //!
-//! The cycle count is a functional run's with all-zero inputs. Also pinned here: without
+//! The cycle count is a functional run's with all-zero inputs (and a host infeed stream of
+//! zeros for workloads that read one). Also pinned here: without
 //! data-dependent control flow, a timing-only run takes exactly those cycles (the timing model
 //! does not depend on data), and the module verifies after every pass.
 
@@ -19,6 +20,20 @@ use std::path::{Path, PathBuf};
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/compiler")
+}
+
+/// Bytes of zeros the host supplies on every chip's infeed stream (core 0): more than any
+/// infeed-driven workload here takes.
+const INFEED_BYTES: usize = 1 << 20;
+
+/// Gives every chip of a program with `infeed` instructions its host stream of zeros.
+fn feed(sys: &mut System, c: &compiler::Compiled) -> Result<(), sim::SimError> {
+    if c.program.code.iter().any(|i| i.mnemonic() == "infeed") {
+        for chip in 0..c.chips {
+            sys.set_infeed(chip, 0, vec![0; INFEED_BYTES])?;
+        }
+    }
+    Ok(())
 }
 
 fn cycles(c: &compiler::Compiled, arch: &arch::ArchConfig, functional: bool) -> u64 {
@@ -33,6 +48,7 @@ fn cycles(c: &compiler::Compiled, arch: &arch::ArchConfig, functional: bool) -> 
         },
     )
     .expect("system");
+    feed(&mut sys, c).expect("infeed");
     sys.run().expect("the compiled program runs").cycles
 }
 
@@ -59,6 +75,7 @@ fn on_preset(m: &hlo::Module, preset: &str, sets: &[&str]) -> Result<u64, String
         },
     )
     .map_err(|e| first(e.to_string()))?;
+    feed(&mut sys, &c).map_err(|e| first(e.to_string()))?;
     sys.run()
         .map(|r| r.cycles)
         .map_err(|e| first(e.to_string()))

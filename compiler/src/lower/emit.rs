@@ -30,6 +30,8 @@ pub enum Queue {
     Mxu(u8),
     /// The VPU.
     Vpu,
+    /// The infeed queue (host → VMEM, in stream order).
+    Infeed,
 }
 
 pub use isa::Access;

@@ -392,6 +392,7 @@ impl<'a> Lowerer<'a> {
             O::While => control::lower_while(self, h),
             O::Conditional => control::lower_conditional(self, h),
             O::AfterAll => Ok(Val::Token),
+            O::Infeed => self.lower_infeed(h),
             _ => {
                 if let Some(v) = elementwise::lower(self, h)? {
                     return Ok(v);
@@ -431,6 +432,38 @@ impl<'a> Lowerer<'a> {
     /// A "not supported on chip yet" error at the current instruction.
     pub(crate) fn unsupported(&self, what: impl Into<String>) -> CompileError {
         CompileError::unsupported(what, self.span)
+    }
+
+    /// `infeed`: the next bytes of the core's host stream (row-major, little-endian, as
+    /// `compiler::io` lays out arrays) into a new VMEM buffer by one `infeed` instruction; the
+    /// result is (data, token). One array per infeed (a tuple of arrays is not lowered yet).
+    fn lower_infeed(&mut self, h: InstId) -> CResult<Val> {
+        let inst = &self.comp().insts[h];
+        let data = inst.shape.as_tuple().and_then(|t| t.first()).cloned();
+        let Some(a) = data.as_ref().and_then(|s| s.as_array()) else {
+            return Err(self.unsupported("infeed of a tuple (one array per infeed is lowered)"));
+        };
+        if a.is_dynamic() {
+            return Err(self.unsupported("dynamic dimensions"));
+        }
+        let out = self.new_buf(h, a.ty, a.udims())?;
+        let len = out.bytes();
+        let n = u32::try_from(len).map_err(|_| self.unsupported("an infeed of 4 GiB or more"))?;
+        if n > 0 {
+            let dst = self.e.memref(Space::Vmem, out.addr);
+            self.e.unit(
+                Inst::Infeed {
+                    dst,
+                    len: n,
+                    wait: None,
+                    signal: None,
+                },
+                Queue::Infeed,
+                &[],
+                &[Access::vmem(out.addr, len)],
+            );
+        }
+        Ok(Val::Tuple(vec![Val::Array(out), Val::Token]))
     }
 
     /// The value of an already lowered instruction.
