@@ -157,18 +157,8 @@ pub fn synthesize(p: &MxuParams, target: Target) -> Result<SynthReport, HwError>
         synth = target.script(),
         n = netlist.display()
     );
-    let ys = dir.join("synth.ys");
-    tools::write(&ys, &script)?;
     let t0 = Instant::now();
-    let log = tools::run(
-        "yosys",
-        Command::new("yosys")
-            .arg("-q")
-            .arg("-l")
-            .arg(dir.join("yosys.log"))
-            .arg("-s")
-            .arg(&ys),
-    )?;
+    let log = run_yosys(&dir, "synth.ys", &script)?;
     let seconds = t0.elapsed().as_secs_f64();
     let full = std::fs::read_to_string(dir.join("yosys.log")).unwrap_or(log);
     let cells = parse_stat(&full);
@@ -320,18 +310,8 @@ pub fn place_and_route_ice40(p: &MxuParams) -> Result<PnrReport, HwError> {
         v = v.display(),
         j = json.display()
     );
-    let ys = dir.join("pnr.ys");
-    tools::write(&ys, &script)?;
     let t0 = Instant::now();
-    tools::run(
-        "yosys",
-        Command::new("yosys")
-            .arg("-q")
-            .arg("-l")
-            .arg(dir.join("yosys.log"))
-            .arg("-s")
-            .arg(&ys),
-    )?;
+    run_yosys(&dir, "pnr.ys", &script)?;
     let log = dir.join("nextpnr.log");
     let (device, package) = ICE40_DEVICE;
     let out = Command::new("nextpnr-ice40")
@@ -403,6 +383,22 @@ pub fn parse_fmax(log: &str) -> Option<f64> {
         let f = rest.split_once("': ")?.1.split_whitespace().next()?;
         f.parse().ok()
     })
+}
+
+/// Writes `script` as `dir/name` and runs Yosys on it quietly (log in `dir/yosys.log`);
+/// returns Yosys's output.
+fn run_yosys(dir: &std::path::Path, name: &str, script: &str) -> Result<String, HwError> {
+    let ys = dir.join(name);
+    tools::write(&ys, script)?;
+    tools::run(
+        "yosys",
+        Command::new("yosys")
+            .arg("-q")
+            .arg("-l")
+            .arg(dir.join("yosys.log"))
+            .arg("-s")
+            .arg(&ys),
+    )
 }
 
 #[cfg(test)]
