@@ -464,6 +464,24 @@ pub struct Execution {
     pub wall_seconds: f64,
 }
 
+/// [`execute`] as the batch commands (sweep points, SCALE-Sim layers) need it: the default
+/// cycle limit, no infeed, trace or RTL record; a failure as its message.
+pub fn execute_batch(
+    c: &Compiled,
+    arch: &arch::ArchConfig,
+    args: &[Vec<Literal>],
+    functional: bool,
+) -> Result<Execution, String> {
+    let opts = SimOptions {
+        functional,
+        max_cycles: sim::default_max_cycles(&c.program),
+        ..Default::default()
+    };
+    execute(c, arch, args, opts, &[], None, false).map_err(|e| match e {
+        ExecError::Check(m) | ExecError::User(m) => m,
+    })
+}
+
 /// Loads each replica's `args` into its chip's HBM where the compiler put the parameters,
 /// runs the program on one chip per replica and reads the results back.
 pub fn execute(

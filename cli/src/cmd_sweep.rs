@@ -8,12 +8,11 @@
 //! (point `i` belongs to shard `i mod N`) is byte for byte the unsharded file. A point that fails
 //! (invalid arch value, does not fit, deadlock) is a row with `status` `error` and its message.
 
-use crate::cmd_run::{execute, ExecError, IciBackend};
+use crate::cmd_run::IciBackend;
 use crate::{Outcome, UserError};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use compiler::CompileOptions;
-use sim::SimOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -245,22 +244,8 @@ fn run_point(a: &SweepArgs, module: &hlo::Module, sets: &[String]) -> Result<Met
     } else {
         crate::cmd_run::random_args(module, 0).map_err(|e| e.to_string())?
     };
-    let ex = execute(
-        &c,
-        &arch,
-        &args,
-        SimOptions {
-            functional: !timing_only,
-            max_cycles: sim::default_max_cycles(&c.program),
-            ..Default::default()
-        },
-        &[],
-        None,
-        false,
-    )
-    .map_err(|e| match e {
-        ExecError::Check(m) | ExecError::User(m) => m.lines().next().unwrap_or("").to_string(),
-    })?;
+    let ex = crate::cmd_run::execute_batch(&c, &arch, &args, !timing_only)
+        .map_err(|m| m.lines().next().unwrap_or("").to_string())?;
     let cycles = ex.run.cycles;
     let seconds = cycles as f64 / (arch.clock_mhz * 1e6);
     let peak = (arch.mxu.count * arch.mxu.rows * arch.mxu.cols) as f64 * arch.cores_per_chip as f64;

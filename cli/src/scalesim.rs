@@ -15,7 +15,7 @@
 //! Invariant: a malformed file is an error at FILE:LINE (exit 2); a layer that does not compile
 //! or run is a row with its error, and the other layers go on.
 
-use crate::cmd_run::{execute, ExecError, TargetArgs};
+use crate::cmd_run::TargetArgs;
 use crate::{Outcome, UserError};
 use anyhow::Result;
 use std::path::Path;
@@ -237,22 +237,7 @@ fn simulate(t: &TargetArgs, arch: &arch::ArchConfig, l: &Layer) -> Result<u64, S
         ..compiler::CompileOptions::default()
     };
     let c = compiler::compile(&module, arch, &opts).map_err(|e| e.render("<layer>"))?;
-    let ex = execute(
-        &c,
-        arch,
-        &[],
-        sim::SimOptions {
-            functional: false,
-            max_cycles: sim::default_max_cycles(&c.program),
-            ..Default::default()
-        },
-        &[],
-        None,
-        false,
-    )
-    .map_err(|e| match e {
-        ExecError::Check(m) | ExecError::User(m) => m,
-    })?;
+    let ex = crate::cmd_run::execute_batch(&c, arch, &[], false)?;
     Ok(ex.run.cycles)
 }
 
