@@ -992,7 +992,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             )));
         }
         let evs = std::mem::take(&mut events.lock().expect("trace sink").events);
-        a.trace_opts.write(p, &evs, &arch)?;
+        a.trace_opts
+            .write(p, &evs, &arch, crate::cmd_sim::vmem_plan(&c.program))?;
     }
     if let Some(p) = &a.report {
         // Each op's cost (from the module's shapes) and its span on the chip, for the

@@ -51,6 +51,18 @@ pub struct SimArgs {
     /// Write chip 0 core 0's outfeed stream (raw bytes).
     #[arg(long, value_name = "FILE")]
     outfeed: Option<PathBuf>,
+    /// Arguments of a compiled program (`systole compile -o PROG.bin`): one `.npy` per
+    /// parameter or one `.npz` (`param0`, `param1`, ... or `arr_0`, ...), written into the
+    /// regions the program names as its parameters (`io=paramN`), the same on every chip.
+    #[arg(long, value_name = "FILES", num_args = 1..)]
+    inputs: Vec<PathBuf>,
+    /// Print the compiled program's result (its `io=result` regions) after the run and write
+    /// it to this `.npz` (one array per leaf and chip, as `systole run --outputs`).
+    #[arg(long, value_name = "OUT.npz")]
+    outputs: Option<PathBuf>,
+    /// Print every element of the result (default: a summary of large arrays).
+    #[arg(long)]
+    full: bool,
     /// Stop (exit 1) if the program has not halted by this cycle (default: sized to the
     /// program, 10^8 + 10^5 per instruction + its DMA and data bytes; see docs/bounded.md).
     #[arg(long)]
@@ -152,6 +164,7 @@ impl TraceOpts {
         path: &std::path::Path,
         events: &[sim::trace::OwnedTraceEvent],
         arch: &arch::ArchConfig,
+        vmem_live: Vec<u64>,
     ) -> anyhow::Result<()> {
         let granularity = match self.granularity_value()? {
             Some(g) => g,
@@ -162,6 +175,7 @@ impl TraceOpts {
             granularity,
             counter_interval: self.trace_interval.unwrap_or(0),
             mxus_per_chip: arch.cores_per_chip * arch.mxu.count,
+            vmem_live,
         };
         let f = std::fs::File::create(path)
             .map_err(|e| user(format!("{}: cannot write: {e}", path.display())))?;
@@ -190,6 +204,97 @@ impl TraceOpts {
             path.display()
         );
         Ok(())
+    }
+}
+
+/// The compiled program's interface when `--inputs` or `--outputs` asks for it.
+fn io_of(a: &SimArgs, prog: &isa::Program) -> anyhow::Result<Option<compiler::io::IoMap>> {
+    if a.inputs.is_empty() && a.outputs.is_none() {
+        return Ok(None);
+    }
+    if a.timing_only {
+        return Err(user(
+            "--inputs and --outputs need a functional run (not --timing-only)".into(),
+        ));
+    }
+    if !prog.regions.iter().any(|r| r.io.is_some()) {
+        return Err(user(format!(
+            "{}: the program names no parameter or result regions (`.region ... io=paramN`), \
+             so --inputs/--outputs have nowhere to go; compile it with `systole compile -o`",
+            a.input.display()
+        )));
+    }
+    let io = compiler::io::IoMap::from_program(prog)
+        .map_err(|e| user(format!("{}: {e}", a.input.display())))?;
+    if let Some(p) = &a.outputs {
+        if p.extension().and_then(|e| e.to_str()) != Some("npz") {
+            return Err(user(format!(
+                "--outputs {}: the file must end in .npz",
+                p.display()
+            )));
+        }
+        crate::bounded::check_output(p)?;
+    }
+    if !a.inputs.is_empty() || io.params.is_empty() {
+        return Ok(Some(io));
+    }
+    Err(user(format!(
+        "{}: the program has {} parameter(s): give them with --inputs",
+        a.input.display(),
+        io.params.len()
+    )))
+}
+
+/// The shape of an interface place.
+fn shape_of(p: &compiler::io::Place) -> hlo::Shape {
+    match p {
+        compiler::io::Place::Array(s) => {
+            let dims: Vec<i64> = s.dims.iter().map(|&d| d as i64).collect();
+            hlo::Shape::array(s.ty, &dims)
+        }
+        compiler::io::Place::Tuple(ps) => hlo::Shape::Tuple(ps.iter().map(shape_of).collect()),
+        compiler::io::Place::Token => hlo::Shape::Token,
+    }
+}
+
+/// `--inputs` of a compiled program: `.npy` per parameter or one `.npz`.
+fn read_args(
+    files: &[PathBuf],
+    io: &compiler::io::IoMap,
+    prog: &isa::Program,
+) -> anyhow::Result<Vec<hlo::Literal>> {
+    // Arguments are matched by the HLO parameter's name the compiler gave the region.
+    let name = |k: usize| {
+        prog.regions
+            .iter()
+            .find(|r| matches!(&r.io, Some(isa::RegionIo::Param { number, .. }) if *number as usize == k))
+            .map(|r| r.name.split('{').next().unwrap_or(&r.name).to_string())
+            .unwrap_or_else(|| format!("param{k}"))
+    };
+    let params: Vec<(String, hlo::Shape)> = io
+        .params
+        .iter()
+        .enumerate()
+        .map(|(k, p)| (name(k), shape_of(p)))
+        .collect();
+    match crate::npy::classify(files)? {
+        crate::npy::InputFiles::Npy(f) => crate::npy::read_npy_params(f, &params),
+        crate::npy::InputFiles::Npz(f) => crate::npy::read_npz_params(f, &params),
+        crate::npy::InputFiles::Case(f) => Err(user(format!(
+            "--inputs {}: `systole sim` reads .npy or .npz arguments (a case.json goes with the \
+             HLO module: `systole run MODULE.hlo --inputs CASE.json`)",
+            f.display()
+        ))),
+    }
+}
+
+/// The VMEM bytes `prog`'s plan holds at each instruction, for the trace's occupancy
+/// counters; empty when the program carries no lifetimes (hand-written assembly).
+pub(crate) fn vmem_plan(prog: &isa::Program) -> Vec<u64> {
+    if prog.regions.iter().any(|r| r.live.is_some()) {
+        prog.live_bytes_by_pc(isa::Space::Vmem)
+    } else {
+        Vec::new()
     }
 }
 
@@ -235,6 +340,12 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
     }
     a.trace_opts.check()?;
     let prog = load_program(&a.input)?;
+    let vmem_live = vmem_plan(&prog);
+    let io = io_of(&a, &prog)?;
+    let args = match &io {
+        Some(io) if !a.inputs.is_empty() => read_args(&a.inputs, io, &prog)?,
+        _ => Vec::new(),
+    };
     let opts = SimOptions {
         functional: !a.timing_only,
         max_cycles: a
@@ -245,6 +356,17 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
     let budget = crate::bounded::budget();
     let mut sys = System::with_memory_limit(&arch, prog, a.replicas, opts, budget.max_memory)
         .map_err(|e| user(format!("{}: error: {e}", a.input.display())))?;
+    for chip in 0..a.replicas as usize {
+        let mut writes = Vec::new();
+        for (place, lit) in io.iter().flat_map(|io| io.params.iter()).zip(&args) {
+            compiler::io::literal_bytes(place, lit, &mut writes)
+                .map_err(|e| user(format!("--inputs: {e}")))?;
+        }
+        for (addr, bytes) in writes {
+            sys.write_hbm(chip, addr, &bytes)
+                .map_err(|e| user(format!("--inputs: {e}")))?;
+        }
+    }
     if let Some(p) = &a.infeed {
         let r = if a.timing_only {
             // Only the length matters: not read.
@@ -278,6 +400,24 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
         Err(e) => return Err(user(format!("{}: error: {e}", a.input.display()))),
     };
     print_race_warnings(&a.input, &r);
+    if let Some(io) = &io {
+        let mut outs = Vec::new();
+        for chip in 0..a.replicas as usize {
+            let hbm = sys.hbm(chip).expect("chip");
+            let out = compiler::io::read_literal(&io.result, &mut |addr, len| {
+                hbm.read_vec(addr, len).ok()
+            })
+            .map_err(|e| user(format!("{}: reading the result: {e}", a.input.display())))?;
+            if a.replicas > 1 {
+                println!("replica {chip}:");
+            }
+            println!("{}", crate::cmd_run::summary(&out, a.full));
+            outs.push(out);
+        }
+        if let Some(p) = &a.outputs {
+            crate::npy::write_outputs(p, &outs)?;
+        }
+    }
     let us = r.cycles as f64 / arch.clock_mhz;
     println!(
         "cycles: {} ({us:.3} µs at {} MHz)",
@@ -316,7 +456,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
             )));
         }
         let events = std::mem::take(&mut sink.lock().expect("trace sink").events);
-        a.trace_opts.write(p, &events, &arch)?;
+        a.trace_opts.write(p, &events, &arch, vmem_live)?;
     }
     if let Some(p) = &a.outfeed {
         let out = sys.outfeed(0, 0).unwrap_or_default();

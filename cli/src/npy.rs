@@ -97,7 +97,11 @@ pub fn parameters(module: &hlo::Module) -> Vec<(String, Shape)> {
 
 /// One argument per parameter, read from the `.npy` files (in parameter order).
 pub fn read_npy_args(files: &[PathBuf], module: &hlo::Module) -> Result<Vec<Literal>> {
-    let params = parameters(module);
+    read_npy_params(files, &parameters(module))
+}
+
+/// One argument per parameter `(name, shape)`, read from the `.npy` files (in order).
+pub fn read_npy_params(files: &[PathBuf], params: &[(String, Shape)]) -> Result<Vec<Literal>> {
     if files.len() != params.len() {
         return Err(user(format!(
             "--inputs: {} .npy file(s) for the module's {} parameter(s) ({})",
@@ -110,10 +114,10 @@ pub fn read_npy_args(files: &[PathBuf], module: &hlo::Module) -> Result<Vec<Lite
                 .join(", ")
         )));
     }
-    budget_check(&params, &files[0])?;
+    budget_check(params, &files[0])?;
     files
         .iter()
-        .zip(&params)
+        .zip(params)
         .enumerate()
         .map(|(i, (f, (name, shape)))| {
             let r = std::fs::File::open(f)
@@ -127,8 +131,12 @@ pub fn read_npy_args(files: &[PathBuf], module: &hlo::Module) -> Result<Vec<Lite
 /// One argument per parameter from an `.npz`: the array named like the parameter, else
 /// `arr_I`; every array of the archive must be used.
 pub fn read_npz_args(file: &Path, module: &hlo::Module) -> Result<Vec<Literal>> {
-    let params = parameters(module);
-    budget_check(&params, file)?;
+    read_npz_params(file, &parameters(module))
+}
+
+/// One argument per parameter `(name, shape)` from an `.npz` (see [`read_npz_args`]).
+pub fn read_npz_params(file: &Path, params: &[(String, Shape)]) -> Result<Vec<Literal>> {
+    budget_check(params, file)?;
     let f = std::fs::File::open(file)
         .map_err(|e| user(format!("{}: cannot read: {e}", file.display())))?;
     let mut zip = zip::ZipArchive::new(std::io::BufReader::new(f)).map_err(|e| {

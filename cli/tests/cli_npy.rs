@@ -394,3 +394,56 @@ fn npy_errors_name_the_file_and_the_parameter() {
         "not an .npz (zip) archive",
     );
 }
+
+/// A compiled program file runs on its own: `systole sim PROG.bin --inputs` writes the
+/// arguments into the regions the program names as its parameters and reads the result from
+/// its result regions, giving the same bytes as `systole run` on the HLO.
+#[test]
+fn compiled_program_file_runs_alone_through_its_io_regions() {
+    let hlo = data("mlp.hlo");
+    let (prog, a, b) = (tmp("mlp.bin"), tmp("mlp_run.npz"), tmp("mlp_sim.npz"));
+    let common = ["--arch", "tpu-v4", "--f32-dot-passes", "6"];
+    let mut args = vec!["compile", hlo.as_str(), "-o", prog.as_str()];
+    args.extend(common);
+    ok(&args);
+    let npz = data("mlp_args_compressed.npz");
+    let mut args = vec!["run", hlo.as_str(), "--inputs", &npz, "--outputs", &a];
+    args.extend(common);
+    ok(&args);
+    let text = ok(&[
+        "sim",
+        &prog,
+        "--arch",
+        "tpu-v4",
+        "--inputs",
+        &npz,
+        "--outputs",
+        &b,
+    ]);
+    assert!(text.contains("f32[32,16] (512 elements): min "), "{text}");
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    // The disassembly shows the interface and the plan.
+    let asm = ok(&["disasm", &prog]);
+    assert!(asm.contains(" f32[32,16]{1,0} io=result"), "{asm}");
+    assert!(asm.contains(" live="), "{asm}");
+    // Errors: missing arguments, a case.json, a program without interface regions.
+    fails(
+        &["sim", &prog, "--arch", "tpu-v4", "--outputs", &b],
+        "the program has 4 parameter(s): give them with --inputs",
+    );
+    fails(
+        &[
+            "sim",
+            &prog,
+            "--arch",
+            "tpu-v4",
+            "--inputs",
+            "tests/conformance/binary_arith_f32/case.json",
+        ],
+        "reads .npy or .npz arguments",
+    );
+    fails(
+        &["sim", "tests/chip/latent_race.s", "--outputs", &b],
+        "names no parameter or result regions",
+    );
+}

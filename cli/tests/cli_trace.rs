@@ -141,6 +141,14 @@ fn transformer_block_trace_has_named_tracks_counters_and_no_overlap() {
     let max = |c: &str| t.values[c].iter().cloned().fold(0.0, f64::max);
     assert!(max("HBM bandwidth") > 0.0 && max("VMEM bandwidth") > 0.0);
     assert!(max("MXU utilization") > 0.0 && max("MXU utilization") <= 100.0);
+    // The compiled program carries its VMEM plan: core 0's occupancy rises above zero while
+    // its buffers are live and never exceeds the chip's VMEM (tpu-v4: 16 MiB per core).
+    assert_eq!(
+        t.counters.get("core0 VMEM occupancy"),
+        Some(&BTreeSet::from([0]))
+    );
+    let occ = max("core0 VMEM occupancy");
+    assert!(occ > 0.0 && occ <= 16.0, "{occ}");
     for (name, v) in &t.tracks {
         let mut v = v.clone();
         v.sort_by_key(|s| s.2);

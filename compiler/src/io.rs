@@ -43,6 +43,121 @@ pub struct IoMap {
     pub result: Place,
 }
 
+impl IoMap {
+    /// The interface a program carries in its regions (`io=` with an array): what a compiled
+    /// program file needs to be run on its own. Parameters without a region are tokens, as is
+    /// a result without one; tuples are rebuilt from the leaves' index paths.
+    pub fn from_program(p: &isa::Program) -> Result<IoMap, IoError> {
+        #[derive(Default)]
+        struct Node {
+            leaf: Option<Slot>,
+            kids: std::collections::BTreeMap<u32, Node>,
+        }
+        fn insert(n: &mut Node, path: &[u32], s: Slot) {
+            match path.split_first() {
+                None => n.leaf = Some(s),
+                Some((k, rest)) => insert(n.kids.entry(*k).or_default(), rest, s),
+            }
+        }
+        fn token(n: &mut Node, path: &[u32]) {
+            if let Some((k, rest)) = path.split_first() {
+                token(n.kids.entry(*k).or_default(), rest);
+            }
+        }
+        fn place(n: Node, what: &str) -> Result<Place, IoError> {
+            if let Some(s) = n.leaf {
+                if !n.kids.is_empty() {
+                    return Err(IoError::Mismatch(format!(
+                        "{what} is both an array and a tuple"
+                    )));
+                }
+                return Ok(Place::Array(s));
+            }
+            if n.kids.is_empty() {
+                return Ok(Place::Token);
+            }
+            let arity = n.kids.keys().next_back().map_or(0, |k| *k as usize + 1);
+            let mut kids: Vec<Place> = vec![Place::Token; arity];
+            for (k, c) in n.kids {
+                kids[k as usize] = place(c, what)?;
+            }
+            Ok(Place::Tuple(kids))
+        }
+        let mut params: Vec<Node> = Vec::new();
+        let mut result = Node::default();
+        for r in &p.regions {
+            let Some(io) = &r.io else { continue };
+            let Some(a) = r.array.as_ref() else {
+                // A token leaf: a place with no bytes.
+                if r.size != 0 {
+                    return Err(IoError::Mismatch(format!(
+                        "region `{}` ({}) has no array type",
+                        r.name,
+                        io.text()
+                    )));
+                }
+                let (node, path) = match io {
+                    isa::RegionIo::Param { number, index } => {
+                        let k = (*number as usize).min(1 << 16);
+                        if params.len() <= k {
+                            params.resize_with(k + 1, Node::default);
+                        }
+                        (&mut params[k], index)
+                    }
+                    isa::RegionIo::Result { index } => (&mut result, index),
+                };
+                token(node, path);
+                continue;
+            };
+            let ty = ElementType::from_name(a.dtype.name()).ok_or_else(|| {
+                IoError::Mismatch(format!(
+                    "region `{}`: element type {}",
+                    r.name,
+                    a.dtype.name()
+                ))
+            })?;
+            if a.minor_to_major
+                .iter()
+                .rev()
+                .copied()
+                .ne(0..a.dims.len() as u8)
+            {
+                return Err(IoError::Mismatch(format!(
+                    "region `{}` ({}): only row-major layouts are read and written",
+                    r.name,
+                    a.text()
+                )));
+            }
+            let slot = Slot {
+                addr: r.addr,
+                ty,
+                dims: a.dims.iter().map(|&d| d as usize).collect(),
+            };
+            match io {
+                isa::RegionIo::Param { number, index } => {
+                    let k = *number as usize;
+                    if k >= 1 << 16 {
+                        return Err(IoError::Mismatch(format!("parameter number {k}")));
+                    }
+                    if params.len() <= k {
+                        params.resize_with(k + 1, Node::default);
+                    }
+                    insert(&mut params[k], index, slot);
+                }
+                isa::RegionIo::Result { index } => insert(&mut result, index, slot),
+            }
+        }
+        Ok(IoMap {
+            params: params
+                .into_iter()
+                .enumerate()
+                .map(|(k, n)| place(n, &format!("parameter {k}")))
+                .collect::<Result<_, _>>()?,
+            result: place(result, "the result")?,
+        })
+    }
+}
+
 /// A literal that does not match its slot.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum IoError {

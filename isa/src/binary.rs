@@ -12,12 +12,21 @@
 //! * `DMAD`: u32 n, then n × (len u32, ndims u8, ndims × (count u32, src_stride i64, dst_stride i64)).
 //! * `REGN`: u32 n, then n × (name, space u8, addr u64, size u64).
 //! * `SYMS`: u32 n, then n × (start u32, end u32, name).
+//! * `SEMS`: u32 n, then n × (sem u8, wait u32, signal u32, shared u8).
+//! * `REGX`: what is known about regions beyond their place (after `REGN`): u32 n, then
+//!   n × (region index u32, flags u8; if flags & 1: dtype u8, rank u8, rank × dim u64,
+//!   rank × minor-to-major u8; if flags & 2: kind u8 (0 param, 1 result), number u32, depth u8,
+//!   depth × tuple index u32; if flags & 4: live from u32, to u32). Older files without it read
+//!   as regions with nothing known.
 //!
 //! Strings are u32 byte length + UTF-8. Spaces: 0 = hbm, 1 = vmem. The reader rejects unknown
 //! or repeated sections, trailing bytes, and programs that fail [`Program::validate`].
 
+use crate::operand::DType;
 use crate::operand::{Operand, Space};
-use crate::program::{DataSegment, DmaDesc, DmaDim, Program, ProgramError, Region, SymbolRange};
+use crate::program::{
+    DataSegment, DmaDesc, DmaDim, Program, ProgramError, Region, RegionArray, RegionIo, SymbolRange,
+};
 use crate::table::Inst;
 use crate::word::Word;
 
@@ -26,7 +35,9 @@ pub const MAGIC: &[u8; 8] = b"SYSTPRG\0";
 /// Format version this crate writes and reads.
 pub const VERSION: u32 = 1;
 
-const TAGS: [&[u8; 4]; 6] = [b"CODE", b"DATA", b"DMAD", b"REGN", b"SYMS", b"SEMS"];
+const TAGS: [&[u8; 4]; 7] = [
+    b"CODE", b"DATA", b"DMAD", b"REGN", b"SYMS", b"SEMS", b"REGX",
+];
 
 impl Program {
     /// Serializes to the binary format; fails if an instruction cannot be encoded.
@@ -75,6 +86,46 @@ impl Program {
                         b.push(r.space as u8);
                         put_u64(&mut b, r.addr);
                         put_u64(&mut b, r.size);
+                    }
+                }
+                b"REGX" => {
+                    let known: Vec<(usize, &Region)> = self
+                        .regions
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, r)| r.array.is_some() || r.io.is_some() || r.live.is_some())
+                        .collect();
+                    put_u32(&mut b, known.len() as u32);
+                    for (i, r) in known {
+                        put_u32(&mut b, i as u32);
+                        let flags = r.array.is_some() as u8
+                            | (r.io.is_some() as u8) << 1
+                            | (r.live.is_some() as u8) << 2;
+                        b.push(flags);
+                        if let Some(a) = &r.array {
+                            b.push(a.dtype as u8);
+                            b.push(a.dims.len() as u8);
+                            for &d in &a.dims {
+                                put_u64(&mut b, d);
+                            }
+                            b.extend_from_slice(&a.minor_to_major);
+                        }
+                        if let Some(io) = &r.io {
+                            let (kind, number, index) = match io {
+                                RegionIo::Param { number, index } => (0u8, *number, index),
+                                RegionIo::Result { index } => (1u8, 0, index),
+                            };
+                            b.push(kind);
+                            put_u32(&mut b, number);
+                            b.push(index.len() as u8);
+                            for &k in index {
+                                put_u32(&mut b, k);
+                            }
+                        }
+                        if let Some((from, to)) = r.live {
+                            put_u32(&mut b, from);
+                            put_u32(&mut b, to);
+                        }
                     }
                 }
                 b"SEMS" => {
@@ -195,12 +246,58 @@ fn read_section(s: &mut Cursor, which: usize, p: &mut Program) -> Result<(), Pro
             3 => {
                 let name = s.string()?;
                 let space = s.space()?;
-                p.regions.push(Region {
-                    name,
-                    space,
-                    addr: s.u64()?,
-                    size: s.u64()?,
-                });
+                let addr = s.u64()?;
+                let size = s.u64()?;
+                p.regions.push(Region::plain(name, space, addr, size));
+            }
+            6 => {
+                let i = s.u32()? as usize;
+                let flags = s.take(1)?[0];
+                if flags > 7 {
+                    return Err(s.err_at(at, format!("region flags {flags:#x}")));
+                }
+                if i >= p.regions.len() {
+                    return Err(s.err_at(
+                        at,
+                        format!("region {i} does not exist ({} regions)", p.regions.len()),
+                    ));
+                }
+                if flags & 1 != 0 {
+                    let code = s.take(1)?[0];
+                    let dtype = DType::ALL
+                        .iter()
+                        .copied()
+                        .find(|d| *d as u8 == code)
+                        .ok_or_else(|| s.err_at(at, format!("element type code {code}")))?;
+                    let rank = s.take(1)?[0] as usize;
+                    let mut dims = Vec::with_capacity(rank);
+                    for _ in 0..rank {
+                        dims.push(s.u64()?);
+                    }
+                    let minor_to_major = s.take(rank)?.to_vec();
+                    p.regions[i].array = Some(RegionArray {
+                        dtype,
+                        dims,
+                        minor_to_major,
+                    });
+                }
+                if flags & 2 != 0 {
+                    let kind = s.take(1)?[0];
+                    let number = s.u32()?;
+                    let depth = s.take(1)?[0] as usize;
+                    let mut index = Vec::with_capacity(depth);
+                    for _ in 0..depth {
+                        index.push(s.u32()?);
+                    }
+                    p.regions[i].io = Some(match kind {
+                        0 => RegionIo::Param { number, index },
+                        1 => RegionIo::Result { index },
+                        k => return Err(s.err_at(at, format!("region interface kind {k}"))),
+                    });
+                }
+                if flags & 4 != 0 {
+                    p.regions[i].live = Some((s.u32()?, s.u32()?));
+                }
             }
             5 => {
                 let sem = s.take(1)?[0];

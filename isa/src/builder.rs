@@ -91,12 +91,14 @@ impl Builder {
 
     /// Adds a named region to the memory map.
     pub fn region(&mut self, name: &str, space: Space, addr: u64, size: u64) {
-        self.prog.regions.push(Region {
-            name: name.to_string(),
-            space,
-            addr,
-            size,
-        });
+        self.prog
+            .regions
+            .push(Region::plain(name, space, addr, size));
+    }
+
+    /// Adds a region with everything known about it.
+    pub fn region_full(&mut self, r: Region) {
+        self.prog.regions.push(r);
     }
 
     /// Adds initial memory contents.
@@ -108,6 +110,11 @@ impl Builder {
     pub fn begin_hlo(&mut self, name: &str) {
         self.end_hlo();
         self.open_hlo = Some((self.pc(), name.to_string()));
+    }
+
+    /// The HLO instruction the next instructions are emitted for, if any.
+    pub fn current_hlo(&self) -> Option<&str> {
+        self.open_hlo.as_ref().map(|(_, n)| n.as_str())
     }
 
     /// Following instructions come from no HLO instruction. Empty ranges are dropped.

@@ -26,7 +26,7 @@ pub fn disasm_with(p: &Program, opts: DisasmOptions) -> String {
     let mut out = String::new();
     let n = p.code.len() as u32;
     for r in &p.regions {
-        let _ = writeln!(
+        let _ = write!(
             out,
             ".region {} {} {} {}",
             quote(&r.name),
@@ -34,6 +34,16 @@ pub fn disasm_with(p: &Program, opts: DisasmOptions) -> String {
             r.addr,
             r.size
         );
+        if let Some(a) = &r.array {
+            let _ = write!(out, " {}", a.text());
+        }
+        if let Some(io) = &r.io {
+            let _ = write!(out, " io={}", io.text());
+        }
+        if let Some((from, to)) = r.live {
+            let _ = write!(out, " live={from}..{to}");
+        }
+        out.push('\n');
     }
     for (i, d) in p.dma.iter().enumerate() {
         let dims: Vec<String> = d

@@ -33,8 +33,8 @@ pub use operand::{
     Space, Target, TypeClass, VAddr, NUM_SEMS, NUM_SREGS,
 };
 pub use program::{
-    ChunkOffsets, DataSegment, DmaDesc, DmaDim, Program, ProgramError, Region, SemDecl,
-    SymbolRange, MAX_DMA_DIMS,
+    ChunkOffsets, DataSegment, DmaDesc, DmaDim, Program, ProgramError, Region, RegionArray,
+    RegionIo, SemDecl, SymbolRange, MAX_DMA_DIMS,
 };
 pub use table::{Inst, Opcode, TABLE};
 pub use word::{DecodeError, EncodeError, Word, OPCODE_BITS, WORD_BITS};

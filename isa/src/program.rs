@@ -5,7 +5,7 @@
 //! Invariant: a program produced by the assembler or the binary reader has passed
 //! [`Program::validate`]; a valid program round-trips through text and binary unchanged.
 
-use crate::operand::{Space, Target};
+use crate::operand::{DType, Space, Target};
 use crate::table::Inst;
 use thiserror::Error;
 
@@ -148,6 +148,10 @@ impl Iterator for ChunkOffsets<'_> {
 }
 
 /// A named buffer in HBM or VMEM.
+///
+/// Invariants ([`Program::validate`]): names are unique; an [`RegionArray`]'s bytes equal
+/// `size` and its layout is a permutation of its dimensions; each [`RegionIo`] place is held by
+/// at most one region; `live` lies within the code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Region {
     /// Name (unique in the program).
@@ -158,6 +162,194 @@ pub struct Region {
     pub addr: u64,
     /// Size in bytes.
     pub size: u64,
+    /// The array the bytes hold, when the producer of the program knows it.
+    pub array: Option<RegionArray>,
+    /// The place of the compiled module's interface the region holds (a parameter's or the
+    /// result's array leaf): the host writes inputs there before the run and reads results
+    /// from there after it.
+    pub io: Option<RegionIo>,
+    /// Instructions `from..to` during which the buffer is allocated (the compiler's plan, in
+    /// program order): VMEM occupancy at instruction `pc` is the sum of the sizes of the VMEM
+    /// regions live at `pc`. `None`: the whole run.
+    pub live: Option<(u32, u32)>,
+}
+
+impl Region {
+    /// A region with no array, interface role or lifetime.
+    pub fn plain(name: impl Into<String>, space: Space, addr: u64, size: u64) -> Region {
+        Region {
+            name: name.into(),
+            space,
+            addr,
+            size,
+            array: None,
+            io: None,
+            live: None,
+        }
+    }
+}
+
+/// The array in a region: element type, dimensions and layout (`minor_to_major` as in HLO:
+/// `{1,0}` is row-major for rank 2). Text form: `f32[4,8]{1,0}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionArray {
+    /// Element type.
+    pub dtype: DType,
+    /// Dimensions.
+    pub dims: Vec<u64>,
+    /// Dimension numbers from most minor to most major (a permutation of `0..dims.len()`).
+    pub minor_to_major: Vec<u8>,
+}
+
+impl RegionArray {
+    /// A row-major array.
+    pub fn row_major(dtype: DType, dims: Vec<u64>) -> RegionArray {
+        let minor_to_major = (0..dims.len() as u8).rev().collect();
+        RegionArray {
+            dtype,
+            dims,
+            minor_to_major,
+        }
+    }
+    /// Elements.
+    pub fn elems(&self) -> Option<u64> {
+        self.dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
+    }
+    /// Bytes (`None` on overflow).
+    pub fn bytes(&self) -> Option<u64> {
+        self.elems()?.checked_mul(self.dtype.bytes())
+    }
+    /// Text form, `f32[4,8]{1,0}`.
+    pub fn text(&self) -> String {
+        let d: Vec<String> = self.dims.iter().map(u64::to_string).collect();
+        let l: Vec<String> = self.minor_to_major.iter().map(u8::to_string).collect();
+        format!("{}[{}]{{{}}}", self.dtype.name(), d.join(","), l.join(","))
+    }
+    /// Parses the text form (the layout may be left out: row-major).
+    pub fn parse(s: &str) -> Result<RegionArray, String> {
+        let bad = || format!("expected an array type like f32[4,8]{{1,0}}, got `{s}`");
+        let (ty, rest) = s.split_once('[').ok_or_else(bad)?;
+        let dtype = DType::from_name(ty).ok_or_else(|| format!("unknown element type `{ty}`"))?;
+        let (dims, rest) = rest.split_once(']').ok_or_else(bad)?;
+        let dims: Vec<u64> = if dims.is_empty() {
+            Vec::new()
+        } else {
+            dims.split(',')
+                .map(|d| d.trim().parse::<u64>().map_err(|_| bad()))
+                .collect::<Result<_, _>>()?
+        };
+        if dims.len() > 255 {
+            return Err(format!("{} dimensions, at most 255", dims.len()));
+        }
+        let minor_to_major = if rest.is_empty() {
+            (0..dims.len() as u8).rev().collect()
+        } else {
+            let l = rest
+                .strip_prefix('{')
+                .and_then(|r| r.strip_suffix('}'))
+                .ok_or_else(bad)?;
+            if l.is_empty() {
+                Vec::new()
+            } else {
+                l.split(',')
+                    .map(|d| d.trim().parse::<u8>().map_err(|_| bad()))
+                    .collect::<Result<_, _>>()?
+            }
+        };
+        Ok(RegionArray {
+            dtype,
+            dims,
+            minor_to_major,
+        })
+    }
+    /// What is wrong with it as the contents of `size` bytes, if anything.
+    pub fn check(&self, size: u64) -> Option<String> {
+        let mut seen = vec![false; self.dims.len()];
+        let perm = self.minor_to_major.len() == self.dims.len()
+            && self.minor_to_major.iter().all(|&d| {
+                let ok = (d as usize) < seen.len() && !seen[d as usize];
+                if ok {
+                    seen[d as usize] = true;
+                }
+                ok
+            });
+        if !perm {
+            return Some(format!(
+                "layout {:?} is not a permutation of the {} dimensions",
+                self.minor_to_major,
+                self.dims.len()
+            ));
+        }
+        match self.bytes() {
+            Some(b) if b == size => None,
+            Some(b) => Some(format!("{} is {b} bytes, the region {size}", self.text())),
+            None => Some(format!("{} overflows", self.text())),
+        }
+    }
+}
+
+/// A place of the compiled module's interface: parameter `number`'s or the result's array
+/// leaf at tuple `index` (empty for a non-tuple). Text form: `param0`, `param1{0,2}`,
+/// `result`, `result{1}`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RegionIo {
+    /// An entry parameter's leaf.
+    Param {
+        /// Parameter number.
+        number: u32,
+        /// Tuple index path.
+        index: Vec<u32>,
+    },
+    /// The result's leaf.
+    Result {
+        /// Tuple index path.
+        index: Vec<u32>,
+    },
+}
+
+impl RegionIo {
+    /// Text form.
+    pub fn text(&self) -> String {
+        let idx = |i: &[u32]| {
+            if i.is_empty() {
+                String::new()
+            } else {
+                let v: Vec<String> = i.iter().map(u32::to_string).collect();
+                format!("{{{}}}", v.join(","))
+            }
+        };
+        match self {
+            RegionIo::Param { number, index } => format!("param{number}{}", idx(index)),
+            RegionIo::Result { index } => format!("result{}", idx(index)),
+        }
+    }
+    /// Parses the text form.
+    pub fn parse(s: &str) -> Result<RegionIo, String> {
+        let bad = || format!("expected paramN, paramN{{I,J}}, result or result{{I}}, got `{s}`");
+        let (head, index) = match s.split_once('{') {
+            Some((h, r)) => {
+                let r = r.strip_suffix('}').ok_or_else(bad)?;
+                let v: Vec<u32> = if r.is_empty() {
+                    Vec::new()
+                } else {
+                    r.split(',')
+                        .map(|d| d.trim().parse::<u32>().map_err(|_| bad()))
+                        .collect::<Result<_, _>>()?
+                };
+                (h, v)
+            }
+            None => (s, Vec::new()),
+        };
+        if head == "result" {
+            Ok(RegionIo::Result { index })
+        } else {
+            let number = head
+                .strip_prefix("param")
+                .and_then(|n| n.parse::<u32>().ok())
+                .ok_or_else(bad)?;
+            Ok(RegionIo::Param { number, index })
+        }
+    }
 }
 
 /// Instructions `start..end` were emitted for HLO instruction `hlo`.
@@ -261,12 +453,30 @@ impl Program {
                 e.push(format!("region `{}` is defined twice", w[0]));
             }
         }
+        let mut places = std::collections::BTreeSet::new();
         for r in &self.regions {
             if r.name.is_empty() {
                 e.push("a region has an empty name".into());
             }
             if r.addr.checked_add(r.size).is_none() {
                 e.push(format!("region `{}` overflows the address space", r.name));
+            }
+            if let Some(why) = r.array.as_ref().and_then(|a| a.check(r.size)) {
+                e.push(format!("region `{}`: {why}", r.name));
+            }
+            if let Some(io) = &r.io {
+                if !places.insert(io) {
+                    e.push(format!("region `{}`: {} is held twice", r.name, io.text()));
+                }
+            }
+            if let Some((from, to)) = r.live {
+                if from > to || to > n {
+                    e.push(format!(
+                        "region `{}`: live range {from}..{to} is reversed or past the end \
+                         ({n} instructions)",
+                        r.name
+                    ));
+                }
             }
         }
         let mut prev_end = 0;
@@ -311,6 +521,36 @@ impl Program {
     pub fn region(&self, name: &str) -> Option<&Region> {
         self.regions.iter().find(|r| r.name == name)
     }
+
+    /// The region holding interface place `io`.
+    pub fn io_region(&self, io: &RegionIo) -> Option<&Region> {
+        self.regions.iter().find(|r| r.io.as_ref() == Some(io))
+    }
+
+    /// Bytes of `space` allocated at each instruction (one entry per instruction): the sum of
+    /// the sizes of the regions of `space` whose `live` range holds it, plus those with no
+    /// range (live for the whole run). Regions that overlap in address but not in lifetime
+    /// (a buffer reused) count once each while live.
+    pub fn live_bytes_by_pc(&self, space: Space) -> Vec<u64> {
+        let n = self.code.len();
+        let mut delta = vec![0i128; n + 1];
+        for r in self.regions.iter().filter(|r| r.space == space) {
+            let (from, to) = r.live.unwrap_or((0, n as u32));
+            let (from, to) = ((from as usize).min(n), (to as usize).min(n));
+            if from < to {
+                delta[from] += r.size as i128;
+                delta[to] -= r.size as i128;
+            }
+        }
+        let mut acc = 0i128;
+        delta[..n]
+            .iter()
+            .map(|d| {
+                acc += d;
+                acc.max(0) as u64
+            })
+            .collect()
+    }
 }
 
 /// Random valid programs (for round-trip property tests).
@@ -339,12 +579,49 @@ pub fn arbitrary_program() -> proptest::strategy::BoxedStrategy<Program> {
             addr: addr as u64,
             bytes,
         });
-    let region = (name, space, any::<u32>(), any::<u32>()).prop_map(|(name, space, a, s)| Region {
+    let array = proptest::option::of((
+        proptest::sample::select(DType::ALL.to_vec()),
+        proptest::collection::vec(1u64..6, 0..4),
+        any::<bool>(),
+    ));
+    let io = proptest::option::of((
+        proptest::option::of(0u32..4),
+        proptest::collection::vec(0u32..3, 0..3),
+    ));
+    let region = (
         name,
         space,
-        addr: a as u64,
-        size: s as u64,
-    });
+        any::<u32>(),
+        any::<u32>(),
+        array,
+        io,
+        proptest::option::of((0u32..50, 0u32..50)),
+    )
+        .prop_map(|(name, space, a, s, array, io, live)| {
+            let array = array.map(|(dtype, dims, rev)| {
+                let mut a = RegionArray::row_major(dtype, dims);
+                if rev {
+                    a.minor_to_major.reverse();
+                }
+                a
+            });
+            let size = match &array {
+                Some(a) => a.bytes().unwrap_or(0),
+                None => s as u64,
+            };
+            Region {
+                name,
+                space,
+                addr: a as u64,
+                size,
+                array,
+                io: io.map(|(p, index)| match p {
+                    Some(number) => RegionIo::Param { number, index },
+                    None => RegionIo::Result { index },
+                }),
+                live: live.map(|(a, b)| (a.min(b), a.max(b))),
+            }
+        });
     (
         proptest::collection::vec(crate::table::arbitrary_inst(), 1..40),
         proptest::collection::vec(desc, 1..4),
@@ -367,6 +644,17 @@ pub fn arbitrary_program() -> proptest::strategy::BoxedStrategy<Program> {
             }
             regions.sort_by(|a, b| a.name.cmp(&b.name));
             regions.dedup_by(|a, b| a.name == b.name);
+            let mut held = std::collections::BTreeSet::new();
+            for r in regions.iter_mut() {
+                if let Some(io) = &r.io {
+                    if !held.insert(io.clone()) {
+                        r.io = None;
+                    }
+                }
+                if let Some((a, b)) = r.live {
+                    r.live = Some((a.min(n), b.min(n)));
+                }
+            }
             // Symbol ranges from sorted distinct cut points.
             let mut cuts: Vec<u32> = syms
                 .iter()

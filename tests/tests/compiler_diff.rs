@@ -22,6 +22,12 @@ fn run_on_chip(
         ..CompileOptions::default()
     };
     let c = compile(m, arch, &opts)?;
+    // The program carries its interface: inputs and outputs go through its regions.
+    let io = compiler::io::IoMap::from_program(&c.program).expect("the program's interface");
+    assert_eq!(
+        io, c.io,
+        "the program's regions describe the compiler's interface"
+    );
     let mut sys = System::new(
         arch,
         c.program.clone(),
@@ -31,7 +37,7 @@ fn run_on_chip(
     .expect("system");
     for (chip, dev) in args.iter().enumerate() {
         let mut writes = Vec::new();
-        for (p, a) in c.io.params.iter().zip(dev) {
+        for (p, a) in io.params.iter().zip(dev) {
             compiler::io::literal_bytes(p, a, &mut writes).expect("argument fits its slot");
         }
         for (addr, b) in writes {
@@ -52,7 +58,7 @@ fn run_on_chip(
     Ok((0..args.len())
         .map(|chip| {
             let hbm = sys.hbm(chip).unwrap();
-            compiler::io::read_literal(&c.io.result, &mut |a, n| hbm.read_vec(a, n).ok()).unwrap()
+            compiler::io::read_literal(&io.result, &mut |a, n| hbm.read_vec(a, n).ok()).unwrap()
         })
         .collect())
 }

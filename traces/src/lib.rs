@@ -15,6 +15,10 @@
 //!   (percent: cycles the chip's MXUs have an operation in flight, over interval × MXUs). A
 //!   sample is written only when its value differs from the previous one (a counter holds its
 //!   value until the next sample), and a last sample of 0 closes each counter at the end.
+//!   When the program carries its memory plan ([`ChromeOptions::vmem_live`], from the regions'
+//!   `live` ranges) each core also gets `coreN VMEM occupancy` (MiB): the bytes the plan holds
+//!   allocated at the instruction the core's units (not its sequencer) last started, the largest
+//!   such value in each interval (an interval in which no unit starts holds the previous value).
 //! * **Time**: `ts` and `dur` are simulated microseconds at the preset's clock
 //!   ([`ChromeOptions::clock_mhz`]), rounded to the picosecond; a slice's `dur` is the difference
 //!   of its rounded end and start, so adjacent slices stay adjacent.
@@ -46,6 +50,9 @@ pub struct ChromeOptions {
     /// MXUs per chip (the utilization's denominator); 0: the MXU tracks of each chip that
     /// appear in the trace.
     pub mxus_per_chip: u32,
+    /// VMEM bytes the program's plan holds allocated at each instruction
+    /// (`isa::Program::live_bytes_by_pc`); empty: no occupancy counters.
+    pub vmem_live: Vec<u64>,
 }
 
 impl Default for ChromeOptions {
@@ -55,6 +62,7 @@ impl Default for ChromeOptions {
             granularity: 0,
             counter_interval: 0,
             mxus_per_chip: 0,
+            vmem_live: Vec::new(),
         }
     }
 }
@@ -382,7 +390,7 @@ pub fn write_chrome_json<W: Write>(
                 write!(
                     w,
                     "{{\"ph\":\"C\",\"name\":{},\"pid\":{c},\"ts\":{},\"args\":{{{}:{v}}}}}",
-                    jstr(name),
+                    jstr(&name),
                     us(ps(cycle, mhz)),
                     jstr(key)
                 )?;
@@ -438,7 +446,7 @@ fn spread(bins: &mut [f64], s: u64, e: u64, amount: f64, interval: u64) {
     }
 }
 
-type Counter = (&'static str, &'static str, Vec<f64>);
+type Counter = (String, &'static str, Vec<f64>);
 
 /// The counter tracks of chip `c`: (name, unit key, value per interval).
 fn counters(
@@ -501,11 +509,52 @@ fn counters(
         .enumerate()
         .map(|(b, x)| 100.0 * x / (len(b) * mxus))
         .collect();
-    vec![
-        ("HBM bandwidth", "GB/s", gbps(hbm)),
-        ("VMEM bandwidth", "GB/s", gbps(vmem)),
-        ("MXU utilization", "busy %", util),
-    ]
+    let mut out = vec![
+        ("HBM bandwidth".to_string(), "GB/s", gbps(hbm)),
+        ("VMEM bandwidth".to_string(), "GB/s", gbps(vmem)),
+        ("MXU utilization".to_string(), "busy %", util),
+    ];
+    if !opts.vmem_live.is_empty() {
+        // Per core: the plan's live bytes at each unit operation's start, the largest per
+        // interval, held through intervals where nothing starts.
+        let mut cores: BTreeMap<u32, Vec<Option<f64>>> = BTreeMap::new();
+        for e in events.iter().filter(|e| e.chip == c) {
+            // Unit work only: a sequencer that branches away at once (an idle core) runs
+            // instructions of another core's plan.
+            let (Some(pc), Some(core)) = (e.pc, core_of(&e.unit)) else {
+                continue;
+            };
+            if e.unit.ends_with(".seq") {
+                continue;
+            }
+            let Some(&bytes) = opts.vmem_live.get(pc as usize) else {
+                continue;
+            };
+            let v = cores.entry(core).or_insert_with(|| vec![None; n]);
+            let b = ((e.start / interval) as usize).min(n.saturating_sub(1));
+            let mib = bytes as f64 / (1024.0 * 1024.0);
+            v[b] = Some(v[b].map_or(mib, |x: f64| x.max(mib)));
+        }
+        for (core, v) in cores {
+            let mut held = 0.0;
+            let vals = v
+                .into_iter()
+                .map(|x| {
+                    if let Some(x) = x {
+                        held = x;
+                    }
+                    held
+                })
+                .collect();
+            out.push((format!("core{core} VMEM occupancy"), "MiB", vals));
+        }
+    }
+    out
+}
+
+/// The core of a unit path `coreN.…`.
+fn core_of(unit: &str) -> Option<u32> {
+    unit.strip_prefix("core")?.split('.').next()?.parse().ok()
 }
 
 #[cfg(test)]
@@ -643,6 +692,45 @@ mod tests {
         assert_eq!(get("VMEM bandwidth"), [(0.0, 2.5), (0.2, 0.0)]);
         // One of two MXUs busy 75 of 100 cycles.
         assert_eq!(get("MXU utilization"), [(0.0, 37.5), (0.2, 0.0)]);
+    }
+
+    #[test]
+    fn vmem_occupancy_follows_the_plan_at_each_started_instruction() {
+        let mut e = vec![
+            ev("core0.dma", "dma.copy", 0, 40),
+            ev("core0.vpu", "vpu.add", 120, 130),
+            ev("core0.vpu", "vpu.add", 150, 160),
+            ev("core1.seq", "halt", 0, 1),
+            ev("core1.mxu0", "mxu.matmul", 210, 300),
+        ];
+        e[0].pc = Some(0);
+        e[1].pc = Some(1);
+        e[2].pc = Some(2);
+        e[3].pc = Some(2);
+        e[4].pc = Some(3);
+        let mib = 1024 * 1024;
+        let opts = ChromeOptions {
+            counter_interval: 100,
+            vmem_live: vec![mib, 3 * mib, 2 * mib, mib / 2],
+            ..ChromeOptions::default()
+        };
+        let (v, _) = write(&e, &opts);
+        let get = |name: &str| -> Vec<f64> {
+            v["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["ph"] == "C" && c["name"] == name)
+                .map(|c| c["args"]["MiB"].as_f64().unwrap())
+                .collect()
+        };
+        // Interval 0: pc 0 (1 MiB); interval 1: the larger of pcs 1 and 2; then held; 0 at the end.
+        assert_eq!(get("core0 VMEM occupancy"), [1.0, 3.0, 0.0]);
+        // core1's sequencer event is not counted; its MXU starts in interval 2.
+        assert_eq!(get("core1 VMEM occupancy"), [0.0, 0.5, 0.0]);
+        // No plan, no occupancy counters.
+        let (v, _) = write(&e, &ChromeOptions::default());
+        assert!(!v.to_string().contains("occupancy"));
     }
 
     #[test]

@@ -426,6 +426,12 @@ impl Lowerer<'_> {
                     ))
                 })?;
                 self.e.b.data(Space::Vmem, a, bytes);
+                self.e.b.region_full(isa::Region::plain(
+                    format!("collective-table@{a}"),
+                    Space::Vmem,
+                    a,
+                    n,
+                ));
                 self.coll_tables.insert(flat, a);
                 a
             }

@@ -92,6 +92,11 @@ struct AllocInfo {
     freed: bool,
     /// Outstanding [`Lowerer::pin`]s (a pinned allocation is never freed).
     pins: u32,
+    /// The HLO instruction it was allocated for, and the instructions `from_pc..to_pc` it was
+    /// allocated during (`to_pc` is set when it is freed): the program's region table.
+    hlo: String,
+    from_pc: u32,
+    to_pc: Option<u32>,
 }
 
 /// The caller's state while a sub-computation is lowered.
@@ -315,6 +320,7 @@ impl<'a> Lowerer<'a> {
         }
         l.e.b.bind(done);
         l.emit_side_work()?;
+        l.describe_regions(&io_params, &result);
         l.stats.vmem_peak = l.vmem.peak;
         l.stats.hbm_bytes = l.hbm.top;
         l.stats.emit = l.e.stats;
@@ -583,6 +589,9 @@ impl<'a> Lowerer<'a> {
             last_use,
             freed: false,
             pins: 0,
+            hlo: self.e.b.current_hlo().unwrap_or("-").to_string(),
+            from_pc: self.e.b.pc(),
+            to_pc: None,
         });
         Ok(Buf {
             alloc: self.allocs.len() - 1,
@@ -659,9 +668,11 @@ impl<'a> Lowerer<'a> {
     /// Frees what the sub-computation still holds and returns to the caller's computation.
     pub(crate) fn end_sub(&mut self, saved: SubState) {
         let depth = self.depth;
+        let pc = self.e.b.pc();
         for a in &mut self.allocs {
             if !a.freed && a.depth == depth {
                 a.freed = true;
+                a.to_pc = Some(pc);
                 self.vmem.free(a.addr, a.bytes);
             }
         }
@@ -687,9 +698,11 @@ impl<'a> Lowerer<'a> {
 
     fn free_dead(&mut self, pos: usize) {
         let depth = self.depth;
+        let pc = self.e.b.pc();
         for a in &mut self.allocs {
             if !a.freed && a.pins == 0 && a.depth == depth && a.last_use <= pos {
                 a.freed = true;
+                a.to_pc = Some(pc);
                 self.vmem.free(a.addr, a.bytes);
             }
         }
@@ -948,6 +961,87 @@ impl<'a> Lowerer<'a> {
         })))
     }
 
+    /// The program's region table: each parameter and result leaf in HBM (with its array and
+    /// interface place) and each VMEM buffer with the instructions it was allocated during.
+    ///
+    /// An interface region is named after the HLO parameter (`x.1`, `x.1{0}` for a tuple's
+    /// leaf) so that tools can match arguments by name; the result's are `result`,
+    /// `result{0}`, ...
+    fn describe_regions(&mut self, params: &[Place], result: &Place) {
+        fn leaves(p: &Place, name: &str, io: isa::RegionIo, out: &mut Vec<isa::Region>) {
+            let idx = |io: &isa::RegionIo| match io {
+                isa::RegionIo::Param { index, .. } | isa::RegionIo::Result { index } => {
+                    if index.is_empty() {
+                        String::new()
+                    } else {
+                        let v: Vec<String> = index.iter().map(u32::to_string).collect();
+                        format!("{{{}}}", v.join(","))
+                    }
+                }
+            };
+            let label = format!("{name}{}", idx(&io));
+            match p {
+                Place::Array(s) => {
+                    let mut r = isa::Region::plain(label, Space::Hbm, s.addr, s.bytes());
+                    r.array = dtype(s.ty).map(|d| {
+                        isa::RegionArray::row_major(d, s.dims.iter().map(|&x| x as u64).collect())
+                    });
+                    r.io = Some(io);
+                    out.push(r);
+                }
+                Place::Tuple(ps) => {
+                    for (k, q) in ps.iter().enumerate() {
+                        let mut io = io.clone();
+                        match &mut io {
+                            isa::RegionIo::Param { index, .. }
+                            | isa::RegionIo::Result { index } => index.push(k as u32),
+                        }
+                        leaves(q, name, io, out);
+                    }
+                }
+                Place::Token => {
+                    let mut r = isa::Region::plain(label, Space::Hbm, 0, 0);
+                    r.io = Some(io);
+                    out.push(r);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let c = self.m.entry();
+        let names: Vec<&str> = c
+            .parameters()
+            .iter()
+            .map(|&h| c.insts[h].name.as_str())
+            .collect();
+        for (k, p) in params.iter().enumerate() {
+            let io = isa::RegionIo::Param {
+                number: k as u32,
+                index: Vec::new(),
+            };
+            let name = names
+                .get(k)
+                .copied()
+                .filter(|n| !n.is_empty() && !n.starts_with("result") && !n.contains('#'))
+                .map_or_else(|| format!("param{k}"), str::to_string);
+            leaves(p, &name, io, &mut out);
+        }
+        leaves(
+            result,
+            "result",
+            isa::RegionIo::Result { index: Vec::new() },
+            &mut out,
+        );
+        let end = self.e.b.pc();
+        for (k, a) in self.allocs.iter().enumerate() {
+            let mut r = isa::Region::plain(format!("{}#{k}", a.hlo), Space::Vmem, a.addr, a.bytes);
+            r.live = Some((a.from_pc, a.to_pc.unwrap_or(end).max(a.from_pc)));
+            out.push(r);
+        }
+        for r in out {
+            self.e.b.region_full(r);
+        }
+    }
+
     /// The other cores' shares of streamed dots: `if core_id == c { ...; halt }` per core.
     fn emit_side_work(&mut self) -> CResult<()> {
         let side = std::mem::take(&mut self.side);
@@ -981,14 +1075,28 @@ impl<'a> Lowerer<'a> {
                 self.e.b.begin_hlo(&sd.name);
                 let cores = self.arch.cores_per_chip as usize;
                 let cap = self.arch.vmem.bytes;
+                let from = self.e.b.pc();
+                let mut bufs = Vec::new();
                 sd.emit(self, c, cores, &mut |n| {
                     let a = top;
                     top += n.div_ceil(alloc::ALIGN) * alloc::ALIGN;
                     if top > cap {
                         return Err(CompileError::Internal("side-core VMEM overflow".into()));
                     }
+                    bufs.push((a, n));
                     Ok(a)
                 })?;
+                let to = self.e.b.pc();
+                for (k, (a, n)) in bufs.into_iter().enumerate() {
+                    let mut r = isa::Region::plain(
+                        format!("{}#core{c}.{k}", sd.name),
+                        Space::Vmem,
+                        a,
+                        n.div_ceil(alloc::ALIGN) * alloc::ALIGN,
+                    );
+                    r.live = Some((from, to));
+                    self.e.b.region_full(r);
+                }
                 top = 0;
             }
             self.e.b.end_hlo();

@@ -19,7 +19,9 @@ use super::lex::{col_of, quote, unquote, Line};
 use super::AsmError;
 use crate::operand::Operand;
 use crate::operand::{parse_int, Space};
-use crate::program::{DataSegment, DmaDesc, DmaDim, Program, Region, SemDecl, SymbolRange};
+use crate::program::{
+    DataSegment, DmaDesc, DmaDim, Program, Region, RegionArray, RegionIo, SemDecl, SymbolRange,
+};
 
 /// An open `.hlo` range: where it started and the directive's position for errors.
 pub(super) struct OpenSym {
@@ -81,8 +83,12 @@ pub(super) fn directive(
         ".region" => {
             let (rname, tail) = unquote(args).map_err(|m| l.err(acol, m))?;
             let f: Vec<&str> = tail.split_whitespace().collect();
-            if f.len() != 3 {
-                return Err(l.err(acol, ".region expects \"NAME\" SPACE ADDR SIZE"));
+            if f.len() < 3 {
+                return Err(l.err(
+                    acol,
+                    ".region expects \"NAME\" SPACE ADDR SIZE [TYPE[DIMS]{LAYOUT}] [io=PLACE] \
+                     [live=FROM..TO]",
+                ));
             }
             let space = parse_space(l, f[0])?;
             let addr = parse_u64(l, f[1])?;
@@ -93,12 +99,38 @@ pub(super) fn directive(
             if p.region(&rname).is_some() {
                 return Err(l.err(acol, format!("region {} is defined twice", quote(&rname))));
             }
-            p.regions.push(Region {
-                name: rname,
-                space,
-                addr,
-                size,
-            });
+            let mut r = Region::plain(rname, space, addr, size);
+            for extra in &f[3..] {
+                let col = col_of(l.raw, extra);
+                if let Some(v) = extra.strip_prefix("io=") {
+                    if p.regions
+                        .iter()
+                        .any(|q| q.io.as_ref().map(|x| x.text()) == Some(v.into()))
+                    {
+                        return Err(l.err(col, format!("{v} is held by two regions")));
+                    }
+                    r.io = Some(RegionIo::parse(v).map_err(|m| l.err(col, m))?);
+                } else if let Some(v) = extra.strip_prefix("live=") {
+                    let (a, b) = v
+                        .split_once("..")
+                        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
+                        .filter(|(a, b)| a <= b)
+                        .ok_or_else(|| {
+                            l.err(
+                                col,
+                                format!("expected live=FROM..TO with FROM <= TO, got `{v}`"),
+                            )
+                        })?;
+                    r.live = Some((a, b));
+                } else {
+                    let a = RegionArray::parse(extra).map_err(|m| l.err(col, m))?;
+                    if let Some(why) = a.check(size) {
+                        return Err(l.err(col, why));
+                    }
+                    r.array = Some(a);
+                }
+            }
+            p.regions.push(r);
         }
         ".data" => {
             let f: Vec<&str> = args.split_whitespace().collect();

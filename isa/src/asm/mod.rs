@@ -2,7 +2,8 @@
 //!
 //! Syntax, one statement per line (`;` starts a comment):
 //! ```text
-//! .region "name" SPACE ADDR SIZE        named buffer of the memory map
+//! .region "name" SPACE ADDR SIZE [TYPE[DIMS]{LAYOUT}] [io=PLACE] [live=FROM..TO]
+//!                                       named buffer of the memory map
 //! .dma N len=BYTES dims=[(COUNT,SRC_STRIDE,DST_STRIDE),...]   descriptor N (in order from 0)
 //! .sem semN [wait=K] [signal=K] [shared]                       counted and/or chip-shared semaphore
 //! .data SPACE ADDR HEXBYTES|-           initial memory contents

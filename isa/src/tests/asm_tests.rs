@@ -129,6 +129,26 @@ fn errors_point_at_the_token() {
     assert_eq!(l, 2);
     assert!(m.contains("declared twice"), "{m}");
 
+    // Region annotations: the array must fill the region, places are held once, live ranges
+    // run forward.
+    let (_, c, m) = err(".region \"a\" hbm 0 60 f32[4,4]{1,0}\n");
+    assert_eq!(c, 22);
+    assert!(m.contains("64 bytes, the region 60"), "{m}");
+    let (_, c, m) = err(".region \"a\" hbm 0 64 f32[4,4]{1,1}\n");
+    assert_eq!(c, 22);
+    assert!(m.contains("not a permutation"), "{m}");
+    let (_, c, m) = err(".region \"a\" hbm 0 4 c64[1]\n");
+    assert_eq!(c, 21);
+    assert!(m.contains("unknown element type `c64`"), "{m}");
+    let (l, c, m) = err(".region \"a\" hbm 0 4 io=param0\n.region \"b\" hbm 4 4 io=param0\n");
+    assert_eq!((l, c), (2, 21));
+    assert!(m.contains("held by two regions"), "{m}");
+    let (_, c, m) = err(".region \"a\" vmem 0 4 live=9..3\n");
+    assert_eq!(c, 22);
+    assert!(m.contains("FROM <= TO"), "{m}");
+    let (_, _, m) = err(".region \"a\" vmem 0 4 io=parm0\n");
+    assert!(m.contains("expected paramN"), "{m}");
+
     let (_, _, m) = err("dma.copy smem[s0], hbm[s0], desc=0\n");
     assert!(m.contains("unknown memory space `smem`"), "{m}");
 
@@ -254,4 +274,35 @@ fn vmem_operand_roles_follow_the_table() {
         Some((4, crate::Role::Read))
     );
     assert_eq!(ops[3], None);
+}
+
+#[test]
+fn region_annotations_round_trip_and_give_vmem_occupancy() {
+    let text = ".region \"x\" hbm 0 64 f32[4,4]{1,0} io=param0{1,2}\n\
+                .region \"y\" hbm 64 8 s32[2] io=result\n\
+                .region \"t0\" vmem 0 128 live=1..3\n\
+                .region \"t1\" vmem 0 64 bf16[32]{0} live=2..4\n\
+                .region \"img\" vmem 4096 16\n\
+                nop\nnop\nnop\nnop\nhalt\n";
+    let p = assemble(text).unwrap();
+    assert_eq!(
+        p.regions[0].io,
+        Some(crate::RegionIo::Param {
+            number: 0,
+            index: vec![1, 2]
+        })
+    );
+    assert_eq!(p.regions[1].array.as_ref().unwrap().text(), "s32[2]{0}");
+    // Per instruction: the program-image region (16) always, t0 at 1..3, t1 at 2..4.
+    assert_eq!(
+        p.live_bytes_by_pc(crate::Space::Vmem),
+        vec![16, 144, 208, 80, 16]
+    );
+    assert_eq!(p.live_bytes_by_pc(crate::Space::Hbm), vec![72; 5]);
+    let again = assemble(&disasm(&p)).unwrap();
+    assert_eq!(again, p);
+    assert_eq!(Program::from_bytes(&p.to_bytes().unwrap()).unwrap(), p);
+    assert!(p
+        .io_region(&crate::RegionIo::Result { index: vec![] })
+        .is_some_and(|r| r.name == "y"));
 }
