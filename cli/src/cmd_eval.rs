@@ -10,9 +10,9 @@
 use crate::cmd_hlo::{load_verified, read_source};
 use crate::{Outcome, UserError};
 use clap::Args;
-use hlo::case::{case_dirs, literal_to_json, load_case_in, parse_case_in};
-use hlo::eval::corpus::{run_case, run_module, Outcome as CaseOutcome};
-use hlo::eval::{EvalError, EvalOptions, HostIo, ReplicaInput};
+use eval::case::{case_dirs, literal_to_json, load_case_in, parse_case_in};
+use eval::corpus::{run_case, run_module, Outcome as CaseOutcome};
+use eval::{EvalError, EvalOptions, HostIo, ReplicaInput};
 use hlo::{ArrayData, ArrayLiteral, ElementType, Literal, Shape};
 use std::path::{Path, PathBuf};
 
@@ -103,17 +103,17 @@ pub(crate) fn random_literal(shape: &Shape, g: &mut SplitMix) -> anyhow::Result<
             let data = if ty.is_integer() {
                 let lo = if ty.is_signed_int() { -8.0 } else { 0.0 };
                 let ints: Vec<f64> = (0..n).map(|_| lo + (g.next() % 16) as f64).collect();
-                hlo::eval::util::from_f64_vec(ty, &ints)?
+                eval::util::from_f64_vec(ty, &ints)?
             } else if ty == ElementType::Pred {
                 ArrayData::Pred((0..n).map(|_| g.next() & 1 == 1).collect())
             } else if ty.is_complex() {
                 let ct = ty.component_type();
-                let re = hlo::eval::util::from_f64_vec(ct, &floats)?;
+                let re = eval::util::from_f64_vec(ct, &floats)?;
                 let imv: Vec<f64> = (0..n).map(|_| g.unit() * 4.0 - 2.0).collect();
-                let im = hlo::eval::util::from_f64_vec(ct, &imv)?;
-                hlo::eval::elementwise::binary_data(hlo::Opcode::Complex, &re, &im)?
+                let im = eval::util::from_f64_vec(ct, &imv)?;
+                eval::elementwise::binary_data(hlo::Opcode::Complex, &re, &im)?
             } else {
-                hlo::eval::util::from_f64_vec(ty, &floats)?
+                eval::util::from_f64_vec(ty, &floats)?
             };
             Literal::Array(ArrayLiteral { dims, data })
         }
@@ -125,7 +125,7 @@ pub(crate) fn random_literal(shape: &Shape, g: &mut SplitMix) -> anyhow::Result<
 pub(crate) fn load_case_file(
     p: &Path,
     module_text: &str,
-) -> anyhow::Result<(PathBuf, hlo::case::Case)> {
+) -> anyhow::Result<(PathBuf, eval::case::Case)> {
     let file = if p.is_dir() {
         p.join("case.json")
     } else {
@@ -135,7 +135,9 @@ pub(crate) fn load_case_file(
     let case =
         parse_case_in(&text, module_text.to_string(), &crate::bounded::budget()).map_err(|e| {
             match e {
-                hlo::case::CaseError::Syntax { .. } => UserError(format!("{}:{e}", file.display())),
+                eval::case::CaseError::Syntax { .. } => {
+                    UserError(format!("{}:{e}", file.display()))
+                }
                 e => UserError(format!("{}: error: {e}", file.display())),
             }
         })?;
@@ -247,7 +249,7 @@ fn shape_elements(s: &Shape) -> Option<u64> {
 
 /// A replica count the evaluator can run (checked before any input is made for it).
 fn check_replicas(n: usize, file: &Path) -> anyhow::Result<()> {
-    let max = hlo::eval::replica::MAX_REPLICAS;
+    let max = eval::replica::MAX_REPLICAS;
     if n == 0 || n > max {
         return Err(UserError(format!(
             "{}: error: {n} replicas: the evaluator runs 1 to {max}",

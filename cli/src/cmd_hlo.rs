@@ -29,11 +29,11 @@ pub fn read_source(path: &Path) -> anyhow::Result<String> {
 }
 
 /// Parses and verifies `path`; errors are rendered as FILE:LINE:COL with the line and a caret.
-pub fn load_verified(path: &Path) -> anyhow::Result<(String, hlo::Module)> {
+pub fn load_verified(path: &Path) -> anyhow::Result<(String, hlo::VerifiedModule)> {
     let src = read_source(path)?;
     let file = path.display().to_string();
     let module = hlo::parse(&src).map_err(|e| UserError(e.render(&file, &src)))?;
-    hlo::verify(&module).map_err(|e| UserError(e.render(&file, &src)))?;
+    let module = hlo::verified(module).map_err(|e| UserError(e.render(&file, &src)))?;
     Ok((src, module))
 }
 

@@ -14,7 +14,7 @@ use crate::cmd_hlo::load_verified;
 use crate::{Outcome, UserError};
 use clap::Args;
 use compiler::{CompileOptions, Compiled};
-use hlo::case::{check_value, Check, Tolerance};
+use eval::case::{check_value, Check, Tolerance};
 use hlo::Literal;
 use sim::trace::{TraceEvent, TraceSink};
 use sim::{SimError, SimOptions, System};
@@ -146,7 +146,7 @@ pub struct RunArgs {
 /// Parses, verifies and compiles; errors rendered as FILE:LINE:COL.
 pub fn compile_file(
     t: &TargetArgs,
-) -> anyhow::Result<(String, hlo::Module, arch::ArchConfig, Compiled)> {
+) -> anyhow::Result<(String, hlo::VerifiedModule, arch::ArchConfig, Compiled)> {
     if ![1, 3, 6].contains(&t.f32_dot_passes) {
         return Err(user(format!(
             "--f32-dot-passes must be 1, 3 or 6, got {}",
@@ -591,7 +591,7 @@ pub fn execute(
 pub fn conformance_sim(dir: &Path, arch_name: &str, json: bool) -> anyhow::Result<Outcome> {
     let arch =
         arch::ArchConfig::resolve(arch_name, &[] as &[String]).map_err(|e| user(e.to_string()))?;
-    let dirs = hlo::case::case_dirs(dir).map_err(|e| user(e.to_string()))?;
+    let dirs = eval::case::case_dirs(dir).map_err(|e| user(e.to_string()))?;
     if dirs.is_empty() {
         return Err(user(format!(
             "{}: no case folders (with case.json) found",
@@ -644,7 +644,7 @@ fn conformance_case(
     arch: &arch::ArchConfig,
     opts: &CompileOptions,
 ) -> (&'static str, String) {
-    let case = match hlo::case::load_case(d) {
+    let case = match eval::case::load_case(d) {
         Ok(c) => c,
         Err(e) => return ("error", format!("bad case: {e}")),
     };
@@ -652,9 +652,10 @@ fn conformance_case(
         Ok(m) => m,
         Err(e) => return ("error", e.render("module.hlo", &case.module_text)),
     };
-    if let Err(e) = hlo::verify(&module) {
-        return ("error", e.render("module.hlo", &case.module_text));
-    }
+    let module = match hlo::verified(module) {
+        Ok(m) => m,
+        Err(e) => return ("error", e.render("module.hlo", &case.module_text)),
+    };
     if !case.infeed.iter().all(|q| q.is_empty()) || !case.host_recv.iter().all(|q| q.is_empty()) {
         return (
             "unsupported",
@@ -836,28 +837,28 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                     let inputs = args
                         .iter()
                         .enumerate()
-                        .map(|(r, a)| hlo::eval::runtime::ReplicaInput {
+                        .map(|(r, a)| eval::runtime::ReplicaInput {
                             args: a.clone(),
-                            io: hlo::eval::HostIo {
+                            io: eval::HostIo {
                                 infeed: infeed.get(r).into_iter().flatten().cloned().collect(),
                                 ..Default::default()
                             },
                         })
                         .collect();
-                    hlo::eval::replica::run_replicas(&module, inputs, &Default::default())
+                    eval::replica::run_replicas(&module, inputs, &Default::default())
                         .map(|o| o.into_iter().map(|r| r.result).collect())
                 } else if !infeed.is_empty() {
-                    let input = hlo::eval::ReplicaInput {
+                    let input = eval::ReplicaInput {
                         args: args[0].clone(),
-                        io: hlo::eval::HostIo {
+                        io: eval::HostIo {
                             infeed: infeed[0].iter().cloned().collect(),
                             ..Default::default()
                         },
                     };
-                    hlo::eval::corpus::run_module(&module, vec![input], &Default::default())
+                    eval::corpus::run_module(&module, vec![input], &Default::default())
                         .map(|o| o.into_iter().map(|(r, _)| r).collect())
                 } else {
-                    hlo::eval::evaluate(&module, &args[0]).map(|v| vec![v])
+                    eval::evaluate(&module, &args[0]).map(|v| vec![v])
                 }
                 .map_err(|e| user(format!("{}: evaluator: {e}", file.display())))?;
                 (

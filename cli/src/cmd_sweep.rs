@@ -229,7 +229,11 @@ fn json_row(i: usize, total: usize, axes: &[Axis], r: &Row) -> serde_json::Value
 }
 
 /// Compiles and simulates one point.
-fn run_point(a: &SweepArgs, module: &hlo::Module, sets: &[String]) -> Result<Metrics, String> {
+fn run_point(
+    a: &SweepArgs,
+    module: &hlo::VerifiedModule,
+    sets: &[String],
+) -> Result<Metrics, String> {
     let arch = arch::ArchConfig::resolve(&a.arch, sets).map_err(|e| e.to_string())?;
     let analytic = a.ici == IciBackend::Analytic;
     let opts = CompileOptions {

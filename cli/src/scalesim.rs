@@ -231,7 +231,7 @@ struct Row {
 fn simulate(t: &TargetArgs, arch: &arch::ArchConfig, l: &Layer) -> Result<u64, String> {
     let text = layer_hlo(l, arch.mxu.dtype);
     let module = hlo::parse(&text).map_err(|e| e.render("<layer>", &text))?;
-    hlo::verify(&module).map_err(|e| e.render("<layer>", &text))?;
+    let module = hlo::verified(module).map_err(|e| e.render("<layer>", &text))?;
     let opts = compiler::CompileOptions {
         f32_dot_passes: t.f32_dot_passes,
         ..compiler::CompileOptions::default()

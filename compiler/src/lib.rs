@@ -64,9 +64,13 @@ pub struct Compiled {
     pub devices: usize,
 }
 
-/// Compiles `module` (which must have passed [`hlo::verify`]) for `arch`.
-pub fn compile(module: &Module, arch: &ArchConfig, opts: &CompileOptions) -> CResult<Compiled> {
-    let mut m = module.clone();
+/// Compiles `module` (the verifier's proof, [`hlo::verified`]) for `arch`.
+pub fn compile(
+    module: &hlo::VerifiedModule,
+    arch: &ArchConfig,
+    opts: &CompileOptions,
+) -> CResult<Compiled> {
+    let mut m = Module::clone(module);
     pass::run_pipeline(&mut m, opts.verify_between_passes)?;
     let (program, io, stats) = lower::Lowerer::run(&m, arch, opts)?;
     let devices = m.num_devices();

@@ -1,5 +1,6 @@
-//! The HLO front end: IR, text parser and printer, verifier with shape inference, builder,
-//! and (issue 3) the reference evaluator.
+//! The HLO front end: IR, text parser and printer, verifier with shape inference, builder, and
+//! the device semantics of collectives ([`groups`]). The reference evaluator is the `eval`
+//! crate.
 //!
 //! Data flow: text --[`parse`]--> [`Module`] --[`verify`]--> verified module. A module that
 //! passes the verifier is safe for every later stage: evaluator, compiler and simulator may
@@ -7,9 +8,8 @@
 
 pub mod attrs;
 pub mod builder;
-pub mod case;
 pub mod diag;
-pub mod eval;
+pub mod groups;
 pub mod infer;
 pub mod ir;
 pub mod literal;
@@ -30,4 +30,4 @@ pub use parse::{parse, parse_literal_text, parse_shape};
 pub use print::{print, print_instruction, print_literal};
 pub use shape::{ArrayShape, Layout, ProgramShape, Shape};
 pub use types::{ElementType, TypeKind};
-pub use verify::verify;
+pub use verify::{verified, verify, VerifiedModule};

@@ -254,6 +254,18 @@ impl fmt::Display for ProgramShape {
     }
 }
 
+/// Advances a row-major multi-index; returns false after the last index.
+pub fn next_index(idx: &mut [usize], dims: &[usize]) -> bool {
+    for d in (0..dims.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < dims[d] {
+            return true;
+        }
+        idx[d] = 0;
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

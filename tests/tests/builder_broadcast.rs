@@ -28,8 +28,8 @@ fn add(l: &Literal, r: &Literal, bd: &[i64]) -> Result<(Vec<usize>, Vec<f32>), S
     // The built module prints as HLO text that parses and verifies again.
     let text = c.to_text();
     let again = hlo::parse(&text).expect("built module re-parses");
-    hlo::verify(&again).expect("built module re-verifies");
-    let out = hlo::eval::evaluate(&c.module, &[l.clone(), r.clone()]).expect("evaluates");
+    let again = hlo::verified(again).expect("built module re-verifies");
+    let out = eval::evaluate(&again, &[l.clone(), r.clone()]).expect("evaluates");
     let a = out.as_array().expect("array result").clone();
     match a.data {
         ArrayData::F32(v) => Ok((a.dims, v)),

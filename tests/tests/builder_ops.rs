@@ -39,7 +39,7 @@ fn f32s(dims: &[i64]) -> Shape {
 fn check(c: &XlaComputation) {
     let text = c.to_text();
     let m = hlo::parse(&text).unwrap_or_else(|e| panic!("{}\n{text}", e.render("built", &text)));
-    hlo::verify(&m).unwrap_or_else(|e| panic!("{}\n{text}", e.render("built", &text)));
+    let m = hlo::verified(m).unwrap_or_else(|e| panic!("{}\n{text}", e.render("built", &text)));
     assert_eq!(
         hlo::print(&m),
         text,

@@ -3,7 +3,7 @@
 //! lowers. f32 dots use 6 bf16 passes (close to f32); the tolerance is then tight.
 
 use compiler::{compile, CompileError, CompileOptions};
-use hlo::case::{check_value, Check, Tolerance};
+use eval::case::{check_value, Check, Tolerance};
 use hlo::Literal;
 use sim::{SimOptions, System};
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use systole_tests::{random_literal, Rng};
 
 /// Runs the compiled module on one chip per device; one result per device.
 fn run_on_chip(
-    m: &hlo::Module,
+    m: &hlo::VerifiedModule,
     arch: &arch::ArchConfig,
     args: &[Vec<Literal>],
     infeed: &[Literal],
@@ -73,7 +73,7 @@ fn check(path: &Path, text: &str, arch_line: &str, seed: u64) -> Result<(), Stri
     let sets: Vec<&str> = words.collect();
     let arch = arch::ArchConfig::resolve(preset, &sets).unwrap();
     let m = hlo::parse(text).map_err(|e| e.render(&path.display().to_string(), text))?;
-    hlo::verify(&m).map_err(|e| e.render(&path.display().to_string(), text))?;
+    let m = hlo::verified(m).map_err(|e| e.render(&path.display().to_string(), text))?;
     let mut g = Rng(seed);
     let args: Vec<Vec<Literal>> = (0..m.num_devices())
         .map(|_| {
@@ -108,19 +108,19 @@ fn check(path: &Path, text: &str, arch_line: &str, seed: u64) -> Result<(), Stri
         .unwrap_or_default();
     // Random inputs may be outside what a module accepts (sizes, custom calls): not a test.
     let expected: Vec<Literal> = if args.len() == 1 && infeed.is_empty() {
-        vec![hlo::eval::evaluate(&m, &args[0]).map_err(|e| format!("SKIP evaluator: {e}"))?]
+        vec![eval::evaluate(&m, &args[0]).map_err(|e| format!("SKIP evaluator: {e}"))?]
     } else {
         let inputs = args
             .iter()
-            .map(|a| hlo::eval::ReplicaInput {
+            .map(|a| eval::ReplicaInput {
                 args: a.clone(),
-                io: hlo::eval::HostIo {
+                io: eval::HostIo {
                     infeed: infeed.iter().cloned().collect(),
                     ..Default::default()
                 },
             })
             .collect();
-        hlo::eval::replica::run_replicas(&m, inputs, &Default::default())
+        eval::replica::run_replicas(&m, inputs, &Default::default())
             .map_err(|e| format!("SKIP evaluator: {e}"))?
             .into_iter()
             .map(|o| o.result)
@@ -197,7 +197,7 @@ fn corpus_cases_the_compiler_lowers_run_on_chip_with_random_inputs() {
         let shapes = m.entry().program_shape().params;
         let mut g = Rng(0);
         if shapes.iter().any(|s| random_literal(s, &mut g).is_none())
-            || hlo::eval::corpus::uses_host_io(&m)
+            || eval::corpus::uses_host_io(&m)
         {
             continue;
         }

@@ -56,7 +56,7 @@ fn cycles(c: &compiler::Compiled, arch: &arch::ArchConfig, functional: bool) -> 
 const PRESETS: [&str; 4] = ["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"];
 
 /// Cycles of `m` on `preset` with `sets`, or the first line of why not.
-fn on_preset(m: &hlo::Module, preset: &str, sets: &[&str]) -> Result<u64, String> {
+fn on_preset(m: &hlo::VerifiedModule, preset: &str, sets: &[&str]) -> Result<u64, String> {
     let first = |s: String| s.lines().next().unwrap_or("").to_string();
     let arch = arch::ArchConfig::resolve(preset, sets).map_err(|e| first(e.to_string()))?;
     let opts = CompileOptions {
@@ -97,7 +97,7 @@ fn summary(path: &Path) -> (String, u64) {
     let arch_name = arch_line.clone();
     let m = hlo::parse(&text)
         .unwrap_or_else(|e| panic!("{}", e.render(&path.display().to_string(), &text)));
-    hlo::verify(&m).unwrap();
+    let m = hlo::verified(m).unwrap();
     let opts = CompileOptions {
         f32_dot_passes: 1,
         verify_between_passes: true,

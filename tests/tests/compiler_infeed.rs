@@ -5,18 +5,17 @@
 //! not a hang.
 
 use compiler::{compile, CompileOptions};
-use hlo::eval::{EvalOptions, HostIo, ReplicaInput};
+use eval::{EvalOptions, HostIo, ReplicaInput};
 use hlo::literal::ArrayData;
 use hlo::Literal;
 use sim::{SimOptions, System};
 
-fn module() -> hlo::Module {
+fn module() -> hlo::VerifiedModule {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/compiler/infeed_loop.hlo");
     let text = std::fs::read_to_string(path).unwrap();
     let m = hlo::parse(&text).unwrap();
-    hlo::verify(&m).unwrap();
-    m
+    hlo::verified(m).unwrap()
 }
 
 /// Small exact values (multiples of 1/8 in [-1, 1]): bf16 passes lose nothing on them.
@@ -35,7 +34,7 @@ fn f32s(l: &Literal) -> Vec<f32> {
     }
 }
 
-fn simulate(m: &hlo::Module, w: &Literal, stream: Vec<u8>) -> Result<Literal, String> {
+fn simulate(m: &hlo::VerifiedModule, w: &Literal, stream: Vec<u8>) -> Result<Literal, String> {
     let arch = arch::ArchConfig::resolve("tpu-v4", &[] as &[&str]).unwrap();
     let opts = CompileOptions {
         f32_dot_passes: 6,
@@ -70,7 +69,7 @@ fn the_infeed_loop_matches_the_evaluator_with_data_on_the_host_stream() {
     let m = module();
     let w = array(vec![128, 128], 1);
     let batches: Vec<Literal> = (0..4).map(|k| array(vec![8, 128], 10 + k)).collect();
-    let want = hlo::eval::corpus::run_module(
+    let want = eval::corpus::run_module(
         &m,
         vec![ReplicaInput {
             args: vec![w.clone()],

@@ -1,9 +1,9 @@
 //! Runs the whole conformance corpus (`tests/conformance/`) through the reference evaluator
 //! and requires every case to pass (see the corpus README for the checks).
 
-use hlo::case::{case_dirs, load_case};
-use hlo::eval::corpus::{run_case, Outcome};
-use hlo::eval::EvalOptions;
+use eval::case::{case_dirs, load_case};
+use eval::corpus::{run_case, Outcome};
+use eval::EvalOptions;
 use std::path::Path;
 
 #[test]

@@ -1,13 +1,12 @@
 //! Evaluator error paths: bad arguments, unsupported constructs and resource limits are error
 //! values that name the instruction, never panics; plus XLA's integer-division corners end to end.
 
-use hlo::eval::{evaluate, EvalError, EvalOptions, Evaluator, SingleReplica};
+use eval::{evaluate, EvalError, EvalOptions, Evaluator, SingleReplica};
 use hlo::{ArrayData, ArrayLiteral, Literal};
 
-fn module(text: &str) -> hlo::Module {
+fn module(text: &str) -> hlo::VerifiedModule {
     let m = hlo::parse(text).unwrap_or_else(|e| panic!("{}", e.render("t.hlo", text)));
-    hlo::verify(&m).unwrap_or_else(|e| panic!("{}", e.render("t.hlo", text)));
-    m
+    hlo::verified(m).unwrap_or_else(|e| panic!("{}", e.render("t.hlo", text)))
 }
 
 fn s32s(v: &[i32]) -> Literal {

@@ -2,13 +2,13 @@
 //! sorted and a permutation of its input, and scatter (overwrite) is gather's inverse on unique
 //! indices.
 
-use hlo::eval::evaluate;
+use eval::evaluate;
 use hlo::{ArrayData, ArrayLiteral, Literal};
 use proptest::prelude::*;
 
 fn run(text: &str, args: &[Literal]) -> Literal {
     let m = hlo::parse(text).unwrap_or_else(|e| panic!("{}", e.render("prop.hlo", text)));
-    hlo::verify(&m).unwrap_or_else(|e| panic!("{}", e.render("prop.hlo", text)));
+    let m = hlo::verified(m).unwrap_or_else(|e| panic!("{}", e.render("prop.hlo", text)));
     evaluate(&m, args).unwrap_or_else(|e| panic!("evaluation failed: {e}\n{text}"))
 }
 

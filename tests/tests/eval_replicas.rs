@@ -1,9 +1,9 @@
-//! The multi-replica evaluator (`hlo::eval::replica::run_replicas`): the spec's worked
+//! The multi-replica evaluator (`eval::replica::run_replicas`): the spec's worked
 //! examples of the collectives, replica groups and channels, send/recv and feeds, deadlock
 //! reports (fast, per replica), and bit-for-bit determinism of all-reduce.
 
-use hlo::eval::replica::run_replicas;
-use hlo::eval::{EvalError, EvalOptions, HostIo, ReplicaInput, ReplicaOutput};
+use eval::replica::run_replicas;
+use eval::{EvalError, EvalOptions, HostIo, ReplicaInput, ReplicaOutput};
 use hlo::{ArrayData, Literal};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -18,6 +18,8 @@ fn run_io(
 ) -> Result<Vec<ReplicaOutput>, EvalError> {
     let module =
         hlo::parse(text).unwrap_or_else(|e| panic!("test module does not parse: {e}\n{text}"));
+    let module = hlo::verified(module)
+        .unwrap_or_else(|e| panic!("test module does not verify: {e}\n{text}"));
     let replicas = inputs
         .into_iter()
         .map(|(args, io)| ReplicaInput { args, io })
@@ -268,17 +270,18 @@ fn replica_id_and_partition_id() {
 fn reduction_folds_left_in_group_order() {
     // subtract is not associative: the documented order ((x_g0 - x_g1) - x_g2) is visible.
     let m = String::from(
-        "HloModule sub, replica_count=4\n\nsub {\n  s.a = f32[] parameter(0)\n  s.b = f32[] parameter(1)\n  \
+        "HloModule sub, replica_count=6\n\nsub {\n  s.a = f32[] parameter(0)\n  s.b = f32[] parameter(1)\n  \
          ROOT s.d = f32[] subtract(s.a, s.b)\n}\n\nENTRY main {\n  x = f32[1] parameter(0)\n  \
-         ROOT r = f32[1] all-reduce(x), replica_groups={{3,1,0},{2}}, to_apply=sub\n}\n"
+         ROOT r = f32[1] all-reduce(x), replica_groups={{3,1,0},{2,5,4}}, to_apply=sub\n}\n"
     );
-    let ins: Vec<Vec<Literal>> = [1.0f32, 10.0, 100.0, 1000.0]
+    let ins: Vec<Vec<Literal>> = [1.0f32, 10.0, 100.0, 1000.0, 10000.0, 100000.0]
         .iter()
         .map(|&v| vec![f32v(&[1], &[v])])
         .collect();
     let out = run(&m, ins).unwrap();
     let g = f32v(&[1], &[1000.0 - 10.0 - 1.0]);
-    assert_eq!(out, vec![g.clone(), g.clone(), f32v(&[1], &[100.0]), g]);
+    let h = f32v(&[1], &[100.0 - 100000.0 - 10000.0]);
+    assert_eq!(out, vec![g.clone(), g.clone(), h.clone(), g, h.clone(), h]);
 }
 
 #[test]
@@ -389,8 +392,8 @@ fn infeed_outfeed_and_host_transfers_per_replica() {
 fn corpus_replica_and_host_io_cases_pass() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance");
     let mut ran = Vec::new();
-    for dir in hlo::case::case_dirs(&root).unwrap() {
-        let case = hlo::case::load_case(&dir).unwrap();
+    for dir in eval::case::case_dirs(&root).unwrap() {
+        let case = eval::case::load_case(&dir).unwrap();
         let host_io = !(case.infeed.is_empty()
             && case.outfeed.is_empty()
             && case.host_send.is_empty()
@@ -399,7 +402,7 @@ fn corpus_replica_and_host_io_cases_pass() {
         if case.replicas <= 1 && !host_io && !p2p {
             continue;
         }
-        let outcome = hlo::eval::corpus::run_case(&case, &EvalOptions::default());
+        let outcome = eval::corpus::run_case(&case, &EvalOptions::default());
         assert!(outcome.passed(), "{}: {outcome:?}", case.name);
         ran.push(case.name);
     }

@@ -2,12 +2,12 @@
 //! the reference evaluator from HLO text. Expected values are the spec's (or, for Gather,
 //! computed by the spec's index formula written out as plain loops).
 
-use hlo::eval::evaluate;
+use eval::evaluate;
 use hlo::{ArrayData, ArrayLiteral, Literal};
 
 fn run(text: &str, args: &[Literal]) -> Literal {
     let m = hlo::parse(text).unwrap_or_else(|e| panic!("{}", e.render("test.hlo", text)));
-    hlo::verify(&m).unwrap_or_else(|e| panic!("{}", e.render("test.hlo", text)));
+    let m = hlo::verified(m).unwrap_or_else(|e| panic!("{}", e.render("test.hlo", text)));
     evaluate(&m, args).unwrap_or_else(|e| panic!("evaluation failed: {e}"))
 }
 

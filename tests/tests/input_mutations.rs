@@ -137,7 +137,7 @@ proptest! {
         let c = cases();
         let text = apply(c[which % c.len()].as_bytes().to_vec(), &muts);
         let Ok(text) = String::from_utf8(text) else { return Ok(()) };
-        if let Ok(case) = hlo::case::parse_case_in(&text, String::new(), &BUDGET) {
+        if let Ok(case) = eval::case::parse_case_in(&text, String::new(), &BUDGET) {
             let bytes: u64 = case
                 .inputs
                 .iter()

@@ -35,7 +35,7 @@
 use super::elementwise::{binary, chunks};
 use super::{Buf, Lowerer, Val, VPU_CHUNK};
 use crate::error::{CResult, CompileError};
-use hlo::eval::replica::groups::{all_groups, device_pairs};
+use hlo::groups::{all_groups, device_pairs};
 use hlo::{ElementType, InstId, Opcode};
 use isa::{Csr, DType, Inst, MemRef, SReg, Sem, Space, VAddr};
 use sim::ici_model::{CollKind, Collective};

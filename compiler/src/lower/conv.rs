@@ -7,7 +7,7 @@
 //! dilation and window reversal are all in the table) and another the kernel matrix
 //! `[(tap.., c), o]`; [`super::dot::matmul`] multiplies them into the canonical result
 //! `[N/BG, out.., O]`, which is finally permuted to the declared output layout. Semantics as
-//! the evaluator's (`hlo::eval::linalg::conv`). The tables cost VMEM and DMA (4 bytes per
+//! the evaluator's (`eval::linalg::conv`). The tables cost VMEM and DMA (4 bytes per
 //! patch element): large layers need a direct lowering (strided MXU operands), not built yet.
 
 use super::dot::{emit_job_list, matmul, prepare, Job, MxuOp};
@@ -154,9 +154,9 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 };
             }
             offsets.push(off);
-            hlo::eval::util::next_index(&mut kpos, &k_sp);
+            hlo::shape::next_index(&mut kpos, &k_sp);
         }
-        hlo::eval::util::next_index(&mut ypos, &out_sp);
+        hlo::shape::next_index(&mut ypos, &out_sp);
     }
     let kernel_tap: Vec<usize> = {
         let mut v = Vec::with_capacity(nwin);
@@ -167,7 +167,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 flat = flat * ks + if w.reversal { ks - 1 - kp } else { kp };
             }
             v.push(flat);
-            hlo::eval::util::next_index(&mut kpos, &k_sp);
+            hlo::shape::next_index(&mut kpos, &k_sp);
         }
         v
     };

@@ -155,7 +155,7 @@ pub struct Lowerer<'a> {
     /// Work for cores other than 0, emitted after core 0's code.
     side: Vec<(usize, dot_stream::StreamDot)>,
     /// The devices (chips) the program runs on: replicas × partitions, chip `r·P + p`.
-    pub(crate) devs: hlo::eval::replica::groups::Devices,
+    pub(crate) devs: hlo::groups::Devices,
     /// Number of chips (`devs.n()`).
     pub(crate) chips: usize,
     /// The next ICI tag a collective takes.
@@ -167,10 +167,10 @@ pub struct Lowerer<'a> {
 }
 
 /// The devices a verified module runs on (`replica_count × num_partitions`).
-pub fn devices(m: &Module) -> CResult<hlo::eval::replica::groups::Devices> {
+pub fn devices(m: &Module) -> CResult<hlo::groups::Devices> {
     let r = m.replica_count().max(1) as usize;
     let p = m.config.num_partitions.unwrap_or(1).max(1) as usize;
-    Ok(hlo::eval::replica::groups::Devices {
+    Ok(hlo::groups::Devices {
         replicas: r,
         partitions: p,
     })

@@ -29,7 +29,7 @@ fn for_each_index(dims: &[usize], mut f: impl FnMut(&[usize], usize)) {
     let mut idx = vec![0usize; dims.len()];
     for flat in 0..n {
         f(&idx, flat);
-        hlo::eval::util::next_index(&mut idx, dims);
+        hlo::shape::next_index(&mut idx, dims);
     }
 }
 

@@ -240,9 +240,9 @@ pub fn lower_window(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 };
             }
             table.push(off.unwrap_or(numel) as u32);
-            hlo::eval::util::next_index(&mut wi, &wdims);
+            hlo::shape::next_index(&mut wi, &wdims);
         }
-        hlo::eval::util::next_index(&mut oi, &dims);
+        hlo::shape::next_index(&mut oi, &dims);
     }
     let windows = l.tmp(ty, vec![outs, wn])?;
     l.gather_table(&windows, &comb, &table)?;

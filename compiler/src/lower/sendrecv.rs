@@ -18,14 +18,14 @@
 
 use super::{Buf, Lowerer, Val};
 use crate::error::{CResult, CompileError};
-use hlo::eval::replica::rt::channel_pairs;
+use hlo::groups::channel_pairs;
 use hlo::{InstId, Opcode};
 
 /// The per-module state of send/recv lowering.
 #[derive(Default)]
 pub(crate) struct Channels {
     /// `_xla_send_recv_source_target_pairs` per channel, built on first use.
-    pairs: Option<hlo::eval::replica::rt::ChannelPairs>,
+    pairs: Option<hlo::groups::ChannelPairs>,
     /// The ICI tag of each channel seen so far.
     tags: std::collections::BTreeMap<i64, u32>,
     /// Sends not exchanged yet, per channel, oldest first.

@@ -32,6 +32,34 @@ use crate::infer::{check_shape, infer_shape, InferCtx, MAX_REPLICAS};
 use crate::ir::{CompId, Computation, Module};
 use crate::shape::{ProgramShape, Shape};
 
+/// A module that passed [`verify`]: what the later stages (the compiler, the evaluator) take
+/// instead of a bare [`Module`], so that none of them can run on a module the verifier has not
+/// accepted. It owns the module and gives only shared access to it ([`std::ops::Deref`]); a
+/// changed module (a pass's output) is a new [`Module`] and must be verified again.
+#[derive(Clone, Debug)]
+pub struct VerifiedModule(Module);
+
+impl VerifiedModule {
+    /// The module, to change it (the proof is gone).
+    pub fn into_inner(self) -> Module {
+        self.0
+    }
+}
+
+impl std::ops::Deref for VerifiedModule {
+    type Target = Module;
+    fn deref(&self) -> &Module {
+        &self.0
+    }
+}
+
+/// Verifies `m` and returns it as a [`VerifiedModule`]; on failure [`Error::Verify`] with every
+/// problem found.
+pub fn verified(m: Module) -> Result<VerifiedModule, Error> {
+    verify(&m)?;
+    Ok(VerifiedModule(m))
+}
+
 /// Verifies `m`; on failure returns [`Error::Verify`] with every problem found.
 pub fn verify(m: &Module) -> Result<(), Error> {
     let mut diags: Vec<(usize, usize, Diagnostic)> = Vec::new();
