@@ -283,8 +283,8 @@ pub(crate) fn vcmpc(
 /// parameter, all of one length) and returns its result leaves (a tuple root gives several).
 /// A result may be one of `args` (a computation that returns a parameter); every other result
 /// is a new temporary the caller releases. Handles parameters, scalar constants, unary and
-/// binary arithmetic, compare (total order too), select, clamp, convert, tuples and scalar
-/// reshapes; anything else is "not supported on chip yet" naming `what`.
+/// binary arithmetic, compare (total order too), select, clamp, convert, tuples, scalar
+/// reshapes and same-width bitcasts; anything else is "not supported on chip yet" naming `what`.
 pub(crate) fn apply_comp(
     l: &mut Lowerer<'_>,
     comp: hlo::CompId,
@@ -357,6 +357,21 @@ pub(crate) fn apply_comp(
                         .is_some_and(|a| a.dims.is_empty() && Some(a.ty) == scalar_ty) =>
             {
                 vec![one(&vals, ops[0])?]
+            }
+            // A scalar reinterpreted as another type of the same width (XLA's comparators
+            // bitcast f32 to s32 for total order): the same bytes.
+            Opcode::Bitcast | Opcode::BitcastConvert
+                if i.shape.as_array().is_some_and(|a| a.dims.is_empty()) =>
+            {
+                let a = one(&vals, ops[0])?;
+                let ty = scalar_ty.expect("array shape");
+                if ty.byte_size() != a.ty.byte_size() {
+                    return Err(l.unsupported(format!(
+                        "a bitcast changing the width in a {what} computation"
+                    )));
+                }
+                l.vty(ty)?;
+                vec![Buf { ty, ..a }]
             }
             Opcode::Compare => {
                 let a = one(&vals, ops[0])?;
