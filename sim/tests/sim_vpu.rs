@@ -143,9 +143,9 @@ fn vpu_scatter_combines_in_order_and_drops_out_of_range() {
 .data vmem 400 {idx}
 .data vmem 500 {negs}
     s.li s5, 4
-    vpu.scatter [s0+0], [s0+300], [s0+400], s5, n=6, t=s32, op=add
-    vpu.scatter [s0+100], [s0+300], [s0+400], s5, n=6, t=s32, set=1
-    vpu.scatter [s0+200], [s0+300], [s0+400], s5, n=6, t=s32, op=mul
+    vpu.scatter [s0+0], [s0+300], [s0+400], s5, n=6, t=s32, op=add, set=0
+    vpu.scatter [s0+100], [s0+300], [s0+400], s5, n=6, t=s32, op=add, set=1
+    vpu.scatter [s0+200], [s0+300], [s0+400], s5, n=6, t=s32, op=mul, set=0
     vpu.neg [s0+600], [s0+500], n=2, t=f32
     halt
 "#,
