@@ -93,6 +93,8 @@ fn sorts_topk_argmax_and_select_and_scatter_match_the_evaluator() {
     // over odd lengths, a padded strided select-and-scatter (tests/chip/sort_shapes.hlo); the
     // XLA:CPU post-optimization sort whose comparator bitcasts f32 to s32 (compiled only).
     runs_like_the_evaluator("tests/chip/sort_shapes.hlo", &["1", "2", "3"], "1e-6");
+    // topk of pred and bf16, a stable sort by pred keys (tests/chip/topk_pred_bf16.hlo).
+    runs_like_the_evaluator("tests/chip/topk_pred_bf16.hlo", &["1", "2"], "0");
     runs_like_the_evaluator(
         "tests/hlo/optimized/gather_scatter.hlo",
         &["1", "2"],
