@@ -761,9 +761,34 @@ fn check_array(
     }
 }
 
+/// The values a stats check looks at: float (and complex) components, or integers as f64
+/// (an integer `rng` is checked by range, mean and std like a float one).
+fn stat_values(d: &ArrayData) -> Option<Vec<f64>> {
+    if let Some((v, _)) = components(d) {
+        return Some(v);
+    }
+    let t = d.element_type();
+    if !t.is_integer() || t.is_carried_only() {
+        return None;
+    }
+    let sh = 128 - t.bits();
+    Some(
+        (0..d.len())
+            .map(|i| {
+                let b = d.bits_at(i);
+                if t.is_signed_int() {
+                    (((b << sh) as i128) >> sh) as f64
+                } else {
+                    b as f64
+                }
+            })
+            .collect(),
+    )
+}
+
 fn check_stats(stats: Option<&Stats>, a: &ArrayLiteral) -> Result<(), String> {
     let s = stats.ok_or("check \"stats\" without a \"stats\" field")?;
-    let (v, _) = components(&a.data).ok_or("stats check on a non-float value")?;
+    let v = stat_values(&a.data).ok_or("stats check on a value that is not numeric")?;
     if v.is_empty() {
         return Err("stats check on an empty value".into());
     }
@@ -859,6 +884,40 @@ mod tests {
             literal_to_json(&Literal::scalar_f32(0.1))["data"][0].to_string(),
             "0.1"
         );
+    }
+
+    #[test]
+    fn stats_check_accepts_integers() {
+        // An integer rng is checked by range, mean and std (values 0..=9, uniform).
+        let a = lit(r#"{"type":"s32","dims":[10],"data":[0,1,2,3,4,5,6,7,8,9]}"#);
+        let st = Stats {
+            mean: 4.5,
+            std: 2.87,
+            mean_tol: 0.01,
+            std_tol: 0.01,
+            min: Some(0.0),
+            max_exclusive: Some(10.0),
+        };
+        let tol = Tolerance::default();
+        assert!(check_value(Check::Stats, tol, Some(&st), &a, &a).is_ok());
+        let lo = Stats {
+            min: Some(1.0),
+            ..st
+        };
+        let e = check_value(Check::Stats, tol, Some(&lo), &a, &a).unwrap_err();
+        assert!(e.message.contains("below the minimum"), "{}", e.message);
+        let u = lit(r#"{"type":"u8","dims":[2],"data":[250,252]}"#);
+        let su = Stats {
+            mean: 251.0,
+            std: 1.0,
+            mean_tol: 1e-9,
+            std_tol: 1e-9,
+            min: None,
+            max_exclusive: None,
+        };
+        assert!(check_value(Check::Stats, tol, Some(&su), &u, &u).is_ok());
+        let p = lit(r#"{"type":"pred","dims":[1],"data":[true]}"#);
+        assert!(check_value(Check::Stats, tol, Some(&su), &p, &p).is_err());
     }
 
     #[test]

@@ -146,8 +146,13 @@ fn check_inst(arch: &ArchConfig, inst: &Inst) -> Vec<String> {
             range(bad, "div", div, 1, u32::MAX);
             range(bad, "modulo", modulo, 1, u32::MAX);
         }
-        Inst::VReduce { cols, op, t, .. } => {
-            range(bad, "cols", cols, 1, u32::MAX);
+        Inst::VScatter {
+            op, t, set: false, ..
+        }
+        | Inst::VReduce { op, t, .. } => {
+            if let Inst::VReduce { cols, .. } = inst {
+                range(bad, "cols", *cols, 1, u32::MAX);
+            }
             use crate::operand::{DType, RedOp};
             let logic = matches!(op, RedOp::And | RedOp::Or | RedOp::Xor);
             let arith = matches!(op, RedOp::Add | RedOp::Mul);

@@ -210,7 +210,8 @@ define_isa! {
     VMov = 0x70, "vpu.mov", Vpu, VpuAlu, Any,
         (dst: VAddr = 21, a: VAddr = 21)
         { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6 };
-    /// `dst[i] = -a[i]` (integers wrap: `-MIN = MIN`; unsigned: `0 - a`).
+    /// `dst[i] = -a[i]` (integers wrap: `-MIN = MIN`; unsigned: `0 - a`; floats flip the sign
+    /// bit, NaN included: `-NaN` keeps the payload, as XLA's negate).
     VNeg = 0x71, "vpu.neg", Vpu, VpuAlu, Numeric,
         (dst: VAddr = 21, a: VAddr = 21)
         { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6 };
@@ -360,6 +361,18 @@ define_isa! {
     VGather = 0x98, "vpu.gather", Vpu, VpuXlane, Any,
         (dst: VAddr = 21, a: VAddr = 21, idx: VAddr = 21)
         { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6 };
+    /// Scatter with a combiner: for `i = 0 .. n-1` **in order**, `k = idx[i]` (u32 element
+    /// indices as in `vpu.gather`); if `k < s[lim]` (`lim` read at dispatch) then
+    /// `dst[k] = a[i]` when `set = 1`, else `dst[k] = op(dst[k], a[i])` (`op` as in
+    /// `vpu.reduce`, floats rounded after every step). An index `k >= s[lim]` is dropped: no
+    /// access, no error (out-of-range updates are discarded in hardware). Duplicate indices
+    /// combine in the order of `i`, so the result is deterministic. `dst` is the `s[lim]`
+    /// elements at `A(dst)` (read and written); `a` and `idx` are read before `dst` is
+    /// written. Cross-lane unit; busy as for `n` elements.
+    VScatter = 0x99, "vpu.scatter", Vpu, VpuXlane, Any,
+        (dst: VAddr = 21, a: VAddr = 21, idx: VAddr = 21, lim: SReg = 5)
+        { n: u32 = 20, t: DType = 4, op: RedOp = 3, set: bool = 1,
+          wait: Option<Sem> = 6, signal: Option<Sem> = 6 };
 
     // ------------------------------------------------------------------ host queues
     /// Take the next `len` bytes of this core's infeed stream (in the order the host pushed

@@ -75,6 +75,18 @@ pub fn resolve(regs: &[u64; 32], inst: &Inst) -> Result<[u64; 4], String> {
             a[0] = addr(regs, dst.base, dst.off as i64)?;
             a[1] = regs[src.0 as usize];
         }
+        Inst::VScatter {
+            dst,
+            a: x,
+            idx,
+            lim,
+            ..
+        } => {
+            a[0] = addr(regs, dst.base, dst.off as i64)?;
+            a[1] = addr(regs, x.base, x.off as i64)?;
+            a[2] = addr(regs, idx.base, idx.off as i64)?;
+            a[3] = regs[lim.0 as usize];
+        }
         _ => {
             let v = crate::vpu::vaddrs(inst);
             for (i, x) in v.iter().enumerate() {

@@ -160,10 +160,22 @@ pub(crate) fn shape(cmd: &Cmd, vmem_cap: u64) -> Shape {
                 r(0, n as u64 * t.bytes()),
                 [(0, vmem_cap), r(2, n as u64 * 4), (0, 0)],
             ),
+            // dst: the `s[lim]` elements it may touch (a[3] is the register's value).
+            Inst::VScatter { n, t, .. } => (
+                n as u64,
+                t,
+                r(0, a[3].saturating_mul(t.bytes())),
+                [r(1, n as u64 * t.bytes()), r(2, n as u64 * 4), (0, 0)],
+            ),
             _ => unreachable!("not a VPU instruction"),
         }
     };
-    let mut bytes = dst.1 - dst.0;
+    // A scatter reads and writes one destination element per update, not its whole range.
+    let mut bytes = if matches!(inst, Inst::VScatter { .. }) {
+        2 * elems * cost_t.bytes()
+    } else {
+        dst.1 - dst.0
+    };
     for (i, s) in srcs.iter().enumerate() {
         bytes += if matches!(inst, Inst::VGather { .. }) && i == 0 {
             elems * cost_t.bytes()
@@ -425,6 +437,31 @@ impl Chip {
                             u32::from_le_bytes(idx[i * 4..i * 4 + 4].try_into().unwrap()) as u64;
                         let addr = a[1].checked_add(k * s).ok_or("gather address overflow")?;
                         o.extend(rd(vm, addr, s)?);
+                    }
+                    out = o;
+                }
+                Inst::VScatter { n, t, op, set, .. } => {
+                    let n = n as usize;
+                    let s = t.bytes() as usize;
+                    let lim = a[3];
+                    let idx = rd(vm, a[2], n as u64 * 4)?;
+                    let x = rd(vm, a[1], (n * s) as u64)?;
+                    let bytes = lim.checked_mul(s as u64).ok_or("scatter range overflow")?;
+                    let mut o = rd(vm, a[0], bytes)?;
+                    for i in 0..n {
+                        let k =
+                            u32::from_le_bytes(idx[i * 4..i * 4 + 4].try_into().unwrap()) as u64;
+                        if k >= lim {
+                            continue;
+                        }
+                        let k = k as usize;
+                        let v = if set {
+                            read(t, &x, i)
+                        } else {
+                            reduce_step(op, t, read(t, &o, k), read(t, &x, i))
+                                .map_err(|e| e.to_string())?
+                        };
+                        write(t, &mut o, k, v);
                     }
                     out = o;
                 }

@@ -299,7 +299,8 @@ fn unary_raw(op: UnOp, t: DType, a: u64) -> Result<u64, OpError> {
         let x = to_f64(t, a);
         let nan = x.is_nan();
         let r = match op {
-            Neg => return Ok(if nan { canonical_nan(t) } else { a ^ sign_bit }),
+            // A sign flip, NaN included (XLA's negate flips the sign bit of a NaN too).
+            Neg => return Ok(a ^ sign_bit),
             Abs => return Ok(if nan { canonical_nan(t) } else { a & !sign_bit }),
             Sign => {
                 if nan {

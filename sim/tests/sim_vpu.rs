@@ -110,3 +110,73 @@ fn vpu_movement_reduction_conversion() {
     // 1 + 2^-8 is a tie → even (1.0); 1 + 2^-7 + 2^-8 is a tie → even (1 + 2^-6)
     assert_eq!(h, vec![0x3F80, 0x3F82]);
 }
+
+#[test]
+fn vpu_scatter_combines_in_order_and_drops_out_of_range() {
+    // dst = [10, 20, 30, 40] (s32); updates a = [1, 2, 3, 4, 5, 6]; idx = [2, 9, 2, 0, 4, 2]:
+    // index 9 and 4 are >= lim = 4 and dropped; index 2 three times, combined in order.
+    let dst: Vec<u8> = [10i32, 20, 30, 40]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let a: Vec<u8> = [1i32, 2, 3, 4, 5, 6]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let idx: Vec<u8> = [2u32, 9, 2, 0, 4, 2]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let guard: Vec<u8> = vec![0xAB; 4];
+    let negs: Vec<u8> = [f32::from_bits(0x7FC0_0123), 1.5f32]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let asm = format!(
+        r#"
+.data vmem 0 {dst}
+.data vmem 100 {dst}
+.data vmem 200 {dst}
+.data vmem 16 {guard}
+.data vmem 116 {guard}
+.data vmem 300 {a}
+.data vmem 400 {idx}
+.data vmem 500 {negs}
+    s.li s5, 4
+    vpu.scatter [s0+0], [s0+300], [s0+400], s5, n=6, t=s32, op=add, set=0
+    vpu.scatter [s0+100], [s0+300], [s0+400], s5, n=6, t=s32, op=add, set=1
+    vpu.scatter [s0+200], [s0+300], [s0+400], s5, n=6, t=s32, op=mul, set=0
+    vpu.neg [s0+600], [s0+500], n=2, t=f32
+    halt
+"#,
+        dst = hex(&dst),
+        guard = hex(&guard),
+        a = hex(&a),
+        idx = hex(&idx),
+        negs = hex(&negs),
+    );
+    let a_arch = arch::ArchConfig::preset("mini").unwrap();
+    let (sys, _) = run(&asm, &a_arch, true, None);
+    let vm = sys.vmem(0, 0).unwrap();
+    let s32s = |addr: u64| -> Vec<i32> {
+        vm.read_vec(addr, 16)
+            .unwrap()
+            .chunks(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    assert_eq!(s32s(0), vec![14, 20, 30 + 1 + 3 + 6, 40]);
+    assert_eq!(
+        s32s(100),
+        vec![4, 20, 6, 40],
+        "set: the last duplicate wins"
+    );
+    assert_eq!(s32s(200), vec![40, 20, 30 * 18, 40]);
+    // Nothing past lim elements is touched.
+    assert_eq!(vm.read_vec(16, 4).unwrap(), guard);
+    assert_eq!(vm.read_vec(116, 4).unwrap(), guard);
+    // vpu.neg flips the sign bit of a NaN and keeps its payload.
+    let n = f32s(&vm.read_vec(600, 8).unwrap());
+    assert_eq!(n[0].to_bits(), 0xFFC0_0123);
+    assert_eq!(n[1], -1.5);
+}

@@ -838,20 +838,6 @@ impl Lowerer<'_> {
         })
     }
 
-    /// `dst = src` element-wise (tracked by the emitter).
-    fn copy_into(&mut self, dst: &Buf, src: &Buf) -> CResult<()> {
-        let t = self.vty(src.ty)?;
-        self.vpu_map(dst, &[src], &mut |d, s, n| Inst::VMov {
-            dst: d,
-            a: s[0],
-            n,
-            t,
-            wait: None,
-            signal: None,
-        });
-        Ok(())
-    }
-
     /// The single dimension of `dimensions={d}`.
     fn one_dim(&self, h: InstId) -> CResult<usize> {
         match self.comp().insts[h].attrs.dimensions.as_deref() {

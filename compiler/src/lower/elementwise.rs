@@ -16,7 +16,7 @@ const PROBE: VAddr = VAddr {
 };
 
 /// The VPU instruction computing unary `op` (`dst[i] = op(a[i])`).
-fn unary(op: Opcode, dst: VAddr, a: VAddr, n: u32, t: DType) -> Option<Inst> {
+pub(crate) fn unary(op: Opcode, dst: VAddr, a: VAddr, n: u32, t: DType) -> Option<Inst> {
     macro_rules! u {
         ($($o:ident => $v:ident),*) => {
             match op {
@@ -48,7 +48,7 @@ pub(crate) fn binary(op: Opcode, dst: VAddr, a: VAddr, b: VAddr, n: u32, t: DTyp
         Power => VPow, Atan2 => VAtan2)
 }
 
-fn cmp_op(d: ComparisonDirection) -> CmpOp {
+pub(crate) fn cmp_op(d: ComparisonDirection) -> CmpOp {
     match d {
         ComparisonDirection::Eq => CmpOp::Eq,
         ComparisonDirection::Ne => CmpOp::Ne,
@@ -99,6 +99,46 @@ impl Lowerer<'_> {
                 &[Access::vmem(dst.addr + s * dw, n as u64 * dw)],
             );
         }
+    }
+
+    /// `dst[i] = (i / div) mod modulo` in `dst`'s type (`vpu.iota`, one instruction per
+    /// whole number of periods up to a VPU chunk).
+    pub(crate) fn iota_into(&mut self, dst: &Buf, div: u64, modulo: u64) -> CResult<()> {
+        let t = self.vty(dst.ty)?;
+        let (div, modulo) = (div.max(1), modulo.max(1));
+        if div >= 1 << 20 || modulo >= 1 << 20 {
+            return Err(self.unsupported("iota with a dimension of 2^20 or more elements"));
+        }
+        // Chunks must start at a multiple of div·modulo for the formula to hold.
+        let period = div * modulo;
+        let per = if period <= VPU_CHUNK {
+            (VPU_CHUNK / period).max(1) * period
+        } else {
+            return Err(self.unsupported("iota whose period exceeds one VPU instruction"));
+        };
+        let w = dst.ty.byte_size() as u64;
+        let total = dst.elems();
+        let mut s = 0;
+        while s < total {
+            let n = per.min(total - s);
+            let d = self.e.vaddr(dst.addr + s * w);
+            self.e.unit(
+                Inst::VIota {
+                    dst: d,
+                    n: n as u32,
+                    div: div as u32,
+                    modulo: modulo as u32,
+                    t,
+                    wait: None,
+                    signal: None,
+                },
+                Queue::Vpu,
+                &[],
+                &[Access::vmem(dst.addr + s * w, n * w)],
+            );
+            s += n;
+        }
+        Ok(())
     }
 
     /// `dst = convert(src)` element-wise.
@@ -163,23 +203,11 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             Opcode::Compare => {
                 let a = l.arr(ops[0])?;
                 let b = l.arr(ops[1])?;
-                let t = l.vty(a.ty)?;
-                if inst.attrs.comparison_type == Some(ComparisonType::TotalOrder) && a.ty.is_float()
-                {
-                    return Err(l.unsupported("compare with type=TOTALORDER on floats"));
-                }
-                let cmp = cmp_op(inst.attrs.direction.unwrap_or(ComparisonDirection::Eq));
+                l.vty(a.ty)?;
+                let total = inst.attrs.comparison_type == Some(ComparisonType::TotalOrder);
+                let dir = inst.attrs.direction.unwrap_or(ComparisonDirection::Eq);
                 let out = l.new_buf(h, ty, dims)?;
-                l.vpu_map(&out, &[&a, &b], &mut |d, s, n| Inst::VCmp {
-                    dst: d,
-                    a: s[0],
-                    b: s[1],
-                    n,
-                    t,
-                    cmp,
-                    wait: None,
-                    signal: None,
-                });
+                l.cmp_into(&out, dir, &a, &b, total)?;
                 out
             }
             Opcode::Select => {
@@ -233,43 +261,12 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 out
             }
             Opcode::Iota => {
-                let t = l.vty(ty)?;
+                l.vty(ty)?;
                 let d = inst.attrs.iota_dimension.unwrap_or(0) as usize;
                 let div: usize = dims[d + 1..].iter().product();
                 let modulo = dims[d];
-                if div >= 1 << 20 || modulo >= 1 << 20 {
-                    return Err(l.unsupported("iota with a dimension of 2^20 or more elements"));
-                }
                 let out = l.new_buf(h, ty, dims.clone())?;
-                let w = ty.byte_size() as u64;
-                // Chunks must start at a multiple of div·modulo for the formula to hold.
-                let period = (div * modulo) as u64;
-                let per = if period <= VPU_CHUNK {
-                    (VPU_CHUNK / period).max(1) * period
-                } else {
-                    return Err(l.unsupported("iota whose period exceeds one VPU instruction"));
-                };
-                let total = out.elems();
-                let mut s = 0;
-                while s < total {
-                    let n = per.min(total - s);
-                    let dst = l.e.vaddr(out.addr + s * w);
-                    l.e.unit(
-                        Inst::VIota {
-                            dst,
-                            n: n as u32,
-                            div: div.max(1) as u32,
-                            modulo: modulo.max(1) as u32,
-                            t,
-                            wait: None,
-                            signal: None,
-                        },
-                        Queue::Vpu,
-                        &[],
-                        &[Access::vmem(out.addr + s * w, n * w)],
-                    );
-                    s += n;
-                }
+                l.iota_into(&out, div as u64, modulo as u64)?;
                 out
             }
             _ => return Ok(None),
@@ -278,7 +275,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     Ok(Some(Val::Array(v)))
 }
 
-fn check_unary_type(l: &Lowerer<'_>, op: Opcode, ty: ElementType) -> CResult<()> {
+pub(crate) fn check_unary_type(l: &Lowerer<'_>, op: Opcode, ty: ElementType) -> CResult<()> {
     use Opcode as O;
     let ok = match op {
         O::Not | O::PopCnt | O::Clz => ty.is_integer() || (op == O::Not && ty.is_pred()),
@@ -293,7 +290,7 @@ fn check_unary_type(l: &Lowerer<'_>, op: Opcode, ty: ElementType) -> CResult<()>
     }
 }
 
-fn check_binary_type(l: &Lowerer<'_>, op: Opcode, ty: ElementType) -> CResult<()> {
+pub(crate) fn check_binary_type(l: &Lowerer<'_>, op: Opcode, ty: ElementType) -> CResult<()> {
     use Opcode as O;
     let ok = match op {
         O::And | O::Or | O::Xor => ty.is_integer() || ty.is_pred(),

@@ -13,6 +13,7 @@
 //! [`emit::Emitter`]'s job.
 
 pub mod alloc;
+pub mod apply;
 pub mod collective;
 pub mod control;
 pub mod conv;
@@ -21,9 +22,14 @@ pub mod dot_stream;
 pub mod dynamic;
 pub mod elementwise;
 pub mod emit;
+pub mod gather;
 pub mod movement;
 pub mod reduce;
+pub mod scatter;
+pub mod select_scatter;
 pub mod sendrecv;
+pub mod sort;
+pub mod variadic;
 
 use crate::error::{CResult, CompileError};
 use crate::io::{IoMap, Place, Slot};
@@ -409,6 +415,18 @@ impl<'a> Lowerer<'a> {
                 if let Some(v) = dynamic::lower(self, h)? {
                     return Ok(v);
                 }
+                if let Some(v) = gather::lower(self, h)? {
+                    return Ok(v);
+                }
+                if let Some(v) = scatter::lower(self, h)? {
+                    return Ok(v);
+                }
+                if let Some(v) = sort::lower(self, h)? {
+                    return Ok(v);
+                }
+                if let Some(v) = select_scatter::lower(self, h)? {
+                    return Ok(v);
+                }
                 if let Some(v) = reduce::lower(self, h)? {
                     return Ok(v);
                 }
@@ -509,6 +527,16 @@ impl<'a> Lowerer<'a> {
         }
         a.last_use = a.last_use.max(lu);
         true
+    }
+
+    /// Frees the temporary `b` now (its VMEM may be reused by what follows; the emitter
+    /// orders the reuse after pending readers and writers).
+    pub(crate) fn release(&mut self, b: &Buf) {
+        let a = &mut self.allocs[b.alloc];
+        if !a.freed && a.pins == 0 && a.addr == b.addr && a.last_use <= self.pos {
+            a.freed = true;
+            self.vmem.free(a.addr, a.bytes);
+        }
     }
 
     /// Keeps `b` allocated until [`Self::unpin`] (whatever its users' positions).

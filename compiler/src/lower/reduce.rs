@@ -2,7 +2,7 @@
 //! come last (a no-op when they already do), each row is reduced with `vpu.reduce`, and the
 //! init value is combined last: `out[r] = op(reduce(row r), init)`. The reducer must be one
 //! binary op of its two parameters (add, multiply, minimum, maximum, and, or, xor); variadic
-//! reductions and other reducers are not supported yet.
+//! reductions go to [`super::variadic`]; other reducers are not supported yet.
 
 use super::emit::{Access, Queue};
 use super::{Buf, Lowerer, Val, VPU_CHUNK};
@@ -32,7 +32,7 @@ pub fn reducer_op(m: &Module, comp: hlo::CompId) -> Option<Opcode> {
     (sorted == [0, 1]).then_some(root.opcode)
 }
 
-fn red_op(op: Opcode) -> Option<RedOp> {
+pub(crate) fn red_op(op: Opcode) -> Option<RedOp> {
     Some(match op {
         Opcode::Add => RedOp::Add,
         Opcode::Multiply => RedOp::Mul,
@@ -52,7 +52,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         return Ok(None);
     }
     if inst.operands.len() != 2 {
-        return Err(l.unsupported("variadic reduce"));
+        return super::variadic::lower(l, h).map(Some);
     }
     let comp = inst.attrs.to_apply.expect("verified reduce has to_apply");
     let op = reducer_op(l.m, comp)

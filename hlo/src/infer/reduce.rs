@@ -213,7 +213,8 @@ pub(super) fn top_k(a: &Args) -> InferResult {
             "topk k={k} must be in 0..={last} (the last dimension of {x})"
         ));
     }
-    if x.ty.is_complex() || x.ty.is_pred() {
+    // pred is ordered false < true (XLA accepts topk on pred).
+    if x.ty.is_complex() {
         return Err(format!("topk is not defined for element type {}", x.ty));
     }
     if x.is_dynamic() {

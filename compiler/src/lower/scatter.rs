@@ -1,0 +1,326 @@
+//! `scatter` with `vpu.scatter` (multi-operand, batching dims, any `index_vector_dim`).
+//!
+//! Algorithm. The destination of every update element is computed on chip from the scatter
+//! indices, as in [`super::gather`]: for each of the `K` index components a compile-time table
+//! gathers `S[g, k]` for every scatter position `g`, the component is checked against
+//! `[0, dim - window]` in the indices' own type (`vpu.cmp`, `vpu.and`: a window that does not
+//! fit is skipped entirely, as XLA does; indices are never clamped) and, converted to u32 and
+//! multiplied by the operand stride, summed into the flat start of the window. Tables expand
+//! the start and the validity to every update element and add its offset inside the window;
+//! an invalid element gets index `0xFFFF_FFFF`, which `vpu.scatter` drops in hardware (it is
+//! `>= s[lim]`). The result is a copy of the operand, then one `vpu.scatter` per operand (and
+//! VPU chunk) applies the updates **in update order**, so duplicates combine deterministically.
+//!
+//! The update computation must be, per operand `i`, `p[N+i]` (overwrite: `set=1`), `p[i]`
+//! (keep: no scatter), or one add / multiply / minimum / maximum / and / or / xor of `p[i]`
+//! and `p[N+i]`; anything else is "not supported on chip yet".
+//!
+//! Cost: `K·(gather + 2 cmp + and + cvt + mul + add)` VPU instructions on the scatter positions,
+//! two expanding gathers, an add and a select on the update elements, an operand copy and one
+//! cross-lane pass per operand over the updates.
+
+use super::apply::R_CONST;
+use super::emit::{Access, Queue};
+use super::gather::{each_index, int_max, Indices};
+use super::movement::strides;
+use super::reduce::{red_op, reducer_op};
+use super::{Buf, Lowerer, Val, VPU_CHUNK};
+use crate::error::CResult;
+use hlo::{ComparisonDirection, ElementType, InstId, Opcode};
+use isa::{Inst, RedOp};
+
+/// What the update computation does to operand `i`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Combine {
+    Keep,
+    Set,
+    Op(RedOp),
+}
+
+fn list(v: &Option<Vec<i64>>) -> Vec<usize> {
+    v.as_deref()
+        .unwrap_or_default()
+        .iter()
+        .map(|&d| d.max(0) as usize)
+        .collect()
+}
+
+/// The per-operand combiners of an update computation of `n` operands, if it is of the form
+/// the module docs name.
+fn combiners(m: &hlo::Module, comp: hlo::CompId, n: usize) -> Option<Vec<Combine>> {
+    let c = &m.comps[comp];
+    let param = |h: InstId| {
+        let i = &c.insts[h];
+        (i.opcode == Opcode::Parameter).then(|| i.attrs.parameter_number.unwrap_or(-1))
+    };
+    let one = |h: InstId, i: usize| -> Option<Combine> {
+        match param(h) {
+            Some(p) if p == i as i64 => return Some(Combine::Keep),
+            Some(p) if p == (n + i) as i64 => return Some(Combine::Set),
+            Some(_) => return None,
+            None => {}
+        }
+        let inst = &c.insts[h];
+        let ps: Vec<i64> = inst.operands.iter().filter_map(|&o| param(o)).collect();
+        let mut sorted = ps.clone();
+        sorted.sort();
+        if inst.operands.len() != 2 || sorted != [i as i64, (n + i) as i64] {
+            return None;
+        }
+        red_op(inst.opcode).map(Combine::Op)
+    };
+    if n == 1 {
+        let root = c.root;
+        if let Some(k) = one(root, 0) {
+            return Some(vec![k]);
+        }
+        return reducer_op(m, comp)
+            .and_then(red_op)
+            .map(|o| vec![Combine::Op(o)]);
+    }
+    let root = &c.insts[c.root];
+    if root.opcode != Opcode::Tuple || root.operands.len() != n {
+        return None;
+    }
+    root.operands
+        .iter()
+        .enumerate()
+        .map(|(i, &h)| one(h, i))
+        .collect()
+}
+
+/// Lowers `scatter`; `None` if `h` is not one.
+pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
+    let inst = &l.comp().insts[h];
+    if inst.opcode != Opcode::Scatter {
+        return Ok(None);
+    }
+    let at = inst.attrs.clone().into_inner();
+    let nops = inst.operands.len();
+    if nops < 3 || nops.is_multiple_of(2) {
+        return Err(l.unsupported("scatter without N operands, indices and N updates"));
+    }
+    let n = nops / 2;
+    let comp = at
+        .to_apply
+        .ok_or_else(|| l.unsupported("scatter without to_apply"))?;
+    let comb = combiners(l.m, comp, n).ok_or_else(|| {
+        l.unsupported(format!(
+            "scatter with update computation {} (only overwrite, keep, or one \
+             add/multiply/minimum/maximum/and/or/xor per operand)",
+            l.m.comps[comp].name
+        ))
+    })?;
+    let operands = (0..n)
+        .map(|i| l.arr(inst.operands[i]))
+        .collect::<CResult<Vec<_>>>()?;
+    let ind = l.arr(inst.operands[n])?;
+    let updates = (n + 1..2 * n + 1)
+        .map(|i| l.arr(inst.operands[i]))
+        .collect::<CResult<Vec<_>>>()?;
+    for (o, c) in operands.iter().zip(&comb) {
+        l.vty(o.ty)?;
+        if o.ty.is_pred() && matches!(c, Combine::Op(RedOp::Add | RedOp::Mul)) {
+            return Err(l.unsupported("scatter-add or -multiply of pred"));
+        }
+        if o.ty.is_float() && matches!(c, Combine::Op(RedOp::And | RedOp::Or | RedOp::Xor)) {
+            return Err(l.unsupported("bitwise scatter of floats"));
+        }
+    }
+    if !ind.ty.is_integer() {
+        return Err(l.unsupported(format!("scatter with {} indices", ind.ty)));
+    }
+    let a = &operands[0];
+    let u = &updates[0];
+    let bad = || l.unsupported("scatter whose attributes do not match its shapes");
+    let rank = a.dims.len();
+    let urank = u.dims.len();
+    let space = Indices::new(
+        &ind.dims,
+        at.index_vector_dim.unwrap_or(ind.dims.len() as i64),
+    )
+    .ok_or_else(bad)?;
+    let uwin = list(&at.update_window_dims);
+    let inserted = list(&at.inserted_window_dims);
+    let ibatch = list(&at.input_batching_dims);
+    let sbatch: Vec<usize> = list(&at.scatter_indices_batching_dims)
+        .iter()
+        .map(|&d| space.batch_pos(d))
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    let map = list(&at.scatter_dims_to_operand_dims);
+    let uscatter: Vec<usize> = (0..urank).filter(|d| !uwin.contains(d)).collect();
+    let win_operand: Vec<usize> = (0..rank)
+        .filter(|d| !inserted.contains(d) && !ibatch.contains(d))
+        .collect();
+    if map.len() != space.vector_len()
+        || map.iter().chain(&ibatch).any(|&d| d >= rank)
+        || uwin.iter().any(|&d| d >= urank)
+        || ibatch.len() != sbatch.len()
+        || win_operand.len() != uwin.len()
+        || uscatter.iter().map(|&d| u.dims[d]).collect::<Vec<_>>() != space.batch_sizes()
+        || operands.iter().any(|o| o.dims != a.dims)
+        || updates.iter().any(|x| x.dims != u.dims)
+    {
+        return Err(bad());
+    }
+    if a.elems() >= u32::MAX as u64 || u.elems() > u32::MAX as u64 {
+        return Err(l.unsupported("scatter with 2^32 or more elements"));
+    }
+    let mut wsize = vec![1usize; rank];
+    for (&ud, &od) in uwin.iter().zip(&win_operand) {
+        wsize[od] = u.dims[ud];
+    }
+    // Results: copies of the operands.
+    let mut outs = Vec::with_capacity(n);
+    for o in &operands {
+        let b = l.new_buf(h, o.ty, o.dims.clone())?;
+        l.copy_into(&b, o)?;
+        outs.push(b);
+    }
+    let un = u.elems();
+    if un > 0 && comb.iter().any(|c| *c != Combine::Keep) {
+        let st = strides(&a.dims);
+        let g_n: usize = space.batch_sizes().iter().product();
+        let mut start = l.vconst(ElementType::U32, 0, g_n as u64)?;
+        let mut valid = l.vconst(ElementType::Pred, 1, g_n as u64)?;
+        for (k, &d) in map.iter().enumerate() {
+            let comp = l.index_component(&ind, &space, k)?;
+            let hi = a.dims[d] as i64 - wsize[d] as i64;
+            let ok = if hi < 0 {
+                l.vconst(ElementType::Pred, 0, g_n as u64)?
+            } else {
+                let lo_ok = if ind.ty.is_signed_int() {
+                    let z = l.vconst(ind.ty, 0, g_n as u64)?;
+                    let c = l.vcmp(ComparisonDirection::Ge, &comp, &z, false)?;
+                    l.release(&z);
+                    Some(c)
+                } else {
+                    None
+                };
+                let hi_ok = if (hi as u64) < int_max(ind.ty) {
+                    let z = l.vconst(ind.ty, hi as u64, g_n as u64)?;
+                    let c = l.vcmp(ComparisonDirection::Le, &comp, &z, false)?;
+                    l.release(&z);
+                    Some(c)
+                } else {
+                    None
+                };
+                match (lo_ok, hi_ok) {
+                    (Some(x), Some(y)) => {
+                        let r = l.vop2(Opcode::And, &x, &y)?;
+                        l.release(&y);
+                        l.release(&x);
+                        r
+                    }
+                    (Some(x), None) | (None, Some(x)) => x,
+                    (None, None) => l.vconst(ElementType::Pred, 1, g_n as u64)?,
+                }
+            };
+            let v2 = l.vop2(Opcode::And, &valid, &ok)?;
+            l.release(&ok);
+            l.release(&valid);
+            valid = v2;
+            let cu = l.vcvt(&comp, ElementType::U32)?;
+            l.release(&comp);
+            let scaled = l.vop2c(Opcode::Multiply, &cu, st[d] as u64)?;
+            l.release(&cu);
+            let sum = l.vop2(Opcode::Add, &start, &scaled)?;
+            l.release(&scaled);
+            l.release(&start);
+            start = sum;
+        }
+        // Expand to the update elements.
+        let gs = strides(&space.batch_sizes());
+        let mut expand = Vec::with_capacity(un as usize);
+        let mut base = Vec::with_capacity(un as usize);
+        let mut g = vec![0usize; uscatter.len()];
+        each_index(&u.dims, |ui| {
+            for (p, &d) in uscatter.iter().enumerate() {
+                g[p] = ui[d];
+            }
+            expand.push(g.iter().zip(&gs).map(|(x, s)| x * s).sum::<usize>() as u32);
+            let mut off = 0usize;
+            for (&od, &p) in ibatch.iter().zip(&sbatch) {
+                off += g[p] * st[od];
+            }
+            for (&ud, &od) in uwin.iter().zip(&win_operand) {
+                off += ui[ud] * st[od];
+            }
+            base.push(off as u32);
+        });
+        let full = l.vgather_table(&start, &expand)?;
+        let tb = l.index_table(&base)?;
+        let sum = l.vop2(Opcode::Add, &full, &tb)?;
+        l.release(&tb);
+        l.release(&full);
+        let vexp = l.vgather_table(&valid, &expand)?;
+        let drop = l.vconst(ElementType::U32, u32::MAX as u64, un)?;
+        let dest = l.vsel(&vexp, &sum, &drop)?;
+        l.release(&drop);
+        l.release(&vexp);
+        l.release(&sum);
+        for ((out, upd), c) in outs.iter().zip(&updates).zip(&comb) {
+            let (set, op) = match *c {
+                Combine::Keep => continue,
+                Combine::Set => (true, RedOp::Add),
+                Combine::Op(o) => (false, o),
+            };
+            scatter_into(l, out, upd, &dest, set, op)?;
+        }
+    }
+    Ok(Some(if n == 1 {
+        Val::Array(outs.pop().expect("one operand"))
+    } else {
+        Val::Tuple(outs.into_iter().map(Val::Array).collect())
+    }))
+}
+
+/// `vpu.scatter` of `upd` into `out` at the u32 indices `dest` (an index `>= out.elems()` is
+/// dropped), in update order: `out[dest[i]] = upd[i]` (`set`) or `op(out[dest[i]], upd[i])`.
+pub(crate) fn scatter_into(
+    l: &mut Lowerer<'_>,
+    out: &Buf,
+    upd: &Buf,
+    dest: &Buf,
+    set: bool,
+    op: RedOp,
+) -> CResult<()> {
+    let t = l.vty(out.ty)?;
+    let w = out.ty.byte_size() as u64;
+    let un = upd.elems();
+    l.e.seq(Inst::SLi {
+        rd: R_CONST,
+        imm: out.elems() as i64,
+    });
+    let mut s = 0u64;
+    while s < un {
+        let k = VPU_CHUNK.min(un - s);
+        let dst = l.e.vaddr(out.addr);
+        let x = l.e.vaddr(upd.addr + s * w);
+        let ix = l.e.vaddr(dest.addr + s * 4);
+        l.e.unit(
+            Inst::VScatter {
+                dst,
+                a: x,
+                idx: ix,
+                lim: R_CONST,
+                n: k as u32,
+                t,
+                op,
+                set,
+                wait: None,
+                signal: None,
+            },
+            Queue::Vpu,
+            &[
+                Access::vmem(upd.addr + s * w, k * w),
+                Access::vmem(dest.addr + s * 4, k * 4),
+                out.access(),
+            ],
+            &[out.access()],
+        );
+        s += k;
+    }
+    Ok(())
+}
