@@ -92,7 +92,7 @@ pub(crate) fn each_index(dims: &[usize], mut f: impl FnMut(&[usize])) {
     let mut idx = vec![0usize; dims.len()];
     for _ in 0..n {
         f(&idx);
-        hlo::eval::util::next_index(&mut idx, dims);
+        hlo::shape::next_index(&mut idx, dims);
     }
 }
 

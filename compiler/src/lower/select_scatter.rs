@@ -96,9 +96,9 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 };
             }
             col.push(off.map_or(u32::MAX, |o| o as u32));
-            hlo::eval::util::next_index(&mut wi, &wdims);
+            hlo::shape::next_index(&mut wi, &wdims);
         }
-        hlo::eval::util::next_index(&mut oi, &src.dims);
+        hlo::shape::next_index(&mut oi, &src.dims);
     }
     let flat = a.with_dims(vec![a.elems() as usize]);
     let mut sel_v = None;

@@ -79,3 +79,36 @@ fn custom_call_uses_the_registry_and_names_unknown_targets() {
         .unwrap();
     assert_eq!(r, Literal::array(vec![3], ArrayData::S32(vec![-1, 2, -3])));
 }
+
+#[test]
+fn topk_on_pred_is_accepted_and_orders_false_before_true() {
+    // XLA accepts topk on pred (false < true); the verifier used to refuse it.
+    let m = hlo::parse(
+        "HloModule t\nENTRY e {\n  p = pred[5] parameter(0)\n  \
+         ROOT t = (pred[2], s32[2]) topk(p), k=2, largest=true\n}\n",
+    )
+    .unwrap();
+    let m = hlo::verified(m).unwrap();
+    let arg = hlo::Literal::Array(hlo::ArrayLiteral {
+        dims: vec![5],
+        data: hlo::ArrayData::Pred(vec![false, true, false, true, true]),
+    });
+    let r = crate::evaluate(&m, &[arg]).unwrap();
+    let hlo::Literal::Tuple(v) = r else {
+        panic!("topk returns a tuple")
+    };
+    assert_eq!(
+        v[0],
+        hlo::Literal::Array(hlo::ArrayLiteral {
+            dims: vec![2],
+            data: hlo::ArrayData::Pred(vec![true, true]),
+        })
+    );
+    assert_eq!(
+        v[1],
+        hlo::Literal::Array(hlo::ArrayLiteral {
+            dims: vec![2],
+            data: hlo::ArrayData::S32(vec![1, 3]),
+        })
+    );
+}

@@ -209,34 +209,13 @@ fn long_call_chains_do_not_overflow_the_stack() {
 }
 
 #[test]
-fn topk_on_pred_is_accepted_and_orders_false_before_true() {
-    // XLA accepts topk on pred (false < true); the verifier used to refuse it.
+fn topk_on_pred_is_accepted() {
+    // XLA accepts topk on pred (false < true); the verifier used to refuse it. The evaluator's
+    // order is pinned in eval's dispatch tests.
     let m = crate::parse(
         "HloModule t\nENTRY e {\n  p = pred[5] parameter(0)\n  \
          ROOT t = (pred[2], s32[2]) topk(p), k=2, largest=true\n}\n",
     )
     .unwrap();
     verify(&m).unwrap();
-    let arg = crate::Literal::Array(crate::ArrayLiteral {
-        dims: vec![5],
-        data: crate::ArrayData::Pred(vec![false, true, false, true, true]),
-    });
-    let r = crate::eval::evaluate(&m, &[arg]).unwrap();
-    let crate::Literal::Tuple(v) = r else {
-        panic!("topk returns a tuple")
-    };
-    assert_eq!(
-        v[0],
-        crate::Literal::Array(crate::ArrayLiteral {
-            dims: vec![2],
-            data: crate::ArrayData::Pred(vec![true, true]),
-        })
-    );
-    assert_eq!(
-        v[1],
-        crate::Literal::Array(crate::ArrayLiteral {
-            dims: vec![2],
-            data: crate::ArrayData::S32(vec![1, 3]),
-        })
-    );
 }
