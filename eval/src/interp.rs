@@ -297,12 +297,16 @@ impl<'a> Ctx<'a> {
         for (pos, &id) in plan.order.iter().enumerate() {
             let inst = &c.insts[id];
             let value = if inst.opcode == Opcode::Parameter {
-                let n = inst.attrs.parameter_number.unwrap_or(-1);
-                let v = usize::try_from(n)
-                    .ok()
+                let n = inst.parameter_number();
+                let v = n
                     .and_then(|n| args.get_mut(n))
                     .and_then(Option::take)
-                    .ok_or_else(|| EvalError::invalid(format!("parameter({n}) given no value")))
+                    .ok_or_else(|| {
+                        EvalError::invalid(match n {
+                            Some(n) => format!("parameter({n}) given no value"),
+                            None => "a parameter without a number".to_string(),
+                        })
+                    })
                     .map_err(|e| e.at(&inst.name))?;
                 if !arg_fits(&inst.shape, &v) {
                     return Err(EvalError::invalid(format!(

@@ -35,7 +35,10 @@ fn udim(d: i64, rank: usize) -> EResult<usize> {
 pub fn iota(inst: &Instruction, _ops: &[&Literal]) -> EResult<Literal> {
     let out = out_array(&inst.shape)?;
     let dims = shape_dims(out)?;
-    let d = udim(inst.attrs.iota_dimension.unwrap_or(0), dims.len().max(1))?;
+    let hlo::View::Iota { dimension } = inst.view() else {
+        return Err(EvalError::invalid("iota_dimension must be >= 0"));
+    };
+    let d = udim(dimension as i64, dims.len().max(1))?;
     if dims.is_empty() {
         return mk(vec![], convert_data(&ArrayData::S64(vec![0]), out.ty)?);
     }

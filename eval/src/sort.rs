@@ -159,7 +159,9 @@ pub fn top_k(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
         .attrs
         .k
         .ok_or_else(|| EvalError::invalid("topk without k"))?;
-    let largest = inst.attrs.largest.unwrap_or(true);
+    let hlo::View::TopK { largest, .. } = inst.view() else {
+        return Err(EvalError::invalid("not a topk"));
+    };
     let n = *a
         .dims
         .last()

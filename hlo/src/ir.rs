@@ -155,7 +155,7 @@ impl Computation {
             .insts
             .iter()
             .filter(|(_, i)| i.opcode == Opcode::Parameter)
-            .map(|(h, i)| (i.attrs.parameter_number.unwrap_or(-1), h))
+            .map(|(h, i)| (i.parameter_number().map_or(-1, |n| n as i64), h))
             .collect();
         ps.sort_by_key(|p| p.0);
         ps.into_iter().map(|p| p.1).collect()

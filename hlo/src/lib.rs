@@ -19,6 +19,7 @@ pub mod print;
 pub mod shape;
 pub mod types;
 pub mod verify;
+pub mod view;
 
 pub use attrs::*;
 pub use diag::{Diagnostic, Error, Span};
@@ -31,3 +32,4 @@ pub use print::{print, print_instruction, print_literal};
 pub use shape::{ArrayShape, Layout, ProgramShape, Shape};
 pub use types::{ElementType, TypeKind};
 pub use verify::{verified, verify, VerifiedModule};
+pub use view::{ConvView, View};

@@ -313,7 +313,9 @@ pub(crate) fn apply_comp(
         let scalar_ty = i.shape.as_array().map(|a| a.ty);
         let v: Vec<Buf> = match i.opcode {
             Opcode::Parameter => {
-                let k = i.attrs.parameter_number.unwrap_or(0) as usize;
+                let Some(k) = i.parameter_number() else {
+                    return Err(CompileError::Internal("parameter without a number".into()));
+                };
                 let a = args.get(k).ok_or_else(|| {
                     CompileError::Internal(format!("{what} computation parameter {k} missing"))
                 })?;
@@ -342,7 +344,11 @@ pub(crate) fn apply_comp(
                 v
             }
             Opcode::GetTupleElement => {
-                let k = i.attrs.index.unwrap_or(0) as usize;
+                let hlo::View::GetTupleElement { index: k } = i.view() else {
+                    return Err(CompileError::Internal(
+                        "get-tuple-element without an index".into(),
+                    ));
+                };
                 let t = vals.get(&ops[0]).cloned().unwrap_or_default();
                 vec![t
                     .get(k)
@@ -377,7 +383,9 @@ pub(crate) fn apply_comp(
                 let a = one(&vals, ops[0])?;
                 let b = one(&vals, ops[1])?;
                 let total = i.attrs.comparison_type == Some(ComparisonType::TotalOrder);
-                let dir = i.attrs.direction.unwrap_or(ComparisonDirection::Eq);
+                let hlo::View::Compare { direction: dir } = i.view() else {
+                    return Err(CompileError::Internal("compare without a direction".into()));
+                };
                 let r = l.vcmp(dir, &a, &b, total)?;
                 made.push(r.clone());
                 vec![r]

@@ -52,8 +52,13 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let cg = rhs.dims[rp[ns]];
     let o = rhs.dims[rp[ns + 1]];
     let out_sp: Vec<usize> = op[1..=ns].iter().map(|&d| out_dims[d]).collect();
-    let groups = attrs.feature_group_count.unwrap_or(1).max(1) as usize;
-    let bgroups = attrs.batch_group_count.unwrap_or(1).max(1) as usize;
+    let Some(view) = inst.conv() else {
+        return Err(crate::CompileError::Internal(
+            "convolution without dim_labels".into(),
+        ));
+    };
+    let groups = view.feature_group_count.max(1) as usize;
+    let bgroups = view.batch_group_count.max(1) as usize;
     let win: Vec<WindowDim> = attrs
         .window
         .clone()

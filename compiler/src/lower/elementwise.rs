@@ -205,7 +205,11 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 let b = l.arr(ops[1])?;
                 l.vty(a.ty)?;
                 let total = inst.attrs.comparison_type == Some(ComparisonType::TotalOrder);
-                let dir = inst.attrs.direction.unwrap_or(ComparisonDirection::Eq);
+                let hlo::View::Compare { direction: dir } = inst.view() else {
+                    return Err(crate::CompileError::Internal(
+                        "compare without a direction".into(),
+                    ));
+                };
                 let out = l.new_buf(h, ty, dims)?;
                 l.cmp_into(&out, dir, &a, &b, total)?;
                 out
@@ -262,7 +266,11 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             }
             Opcode::Iota => {
                 l.vty(ty)?;
-                let d = inst.attrs.iota_dimension.unwrap_or(0) as usize;
+                let hlo::View::Iota { dimension: d } = inst.view() else {
+                    return Err(crate::CompileError::Internal(
+                        "iota without a dimension".into(),
+                    ));
+                };
                 let div: usize = dims[d + 1..].iter().product();
                 let modulo = dims[d];
                 let out = l.new_buf(h, ty, dims.clone())?;

@@ -358,7 +358,11 @@ impl<'a> Lowerer<'a> {
                     .collect::<CResult<_>>()?,
             )),
             O::GetTupleElement => {
-                let idx = inst.attrs.index.unwrap_or(0) as usize;
+                let hlo::View::GetTupleElement { index: idx } = inst.view() else {
+                    return Err(CompileError::Internal(
+                        "get-tuple-element without an index".into(),
+                    ));
+                };
                 match self.val(inst.operands[0])? {
                     Val::Tuple(vs) => {
                         let v = vs.get(idx).cloned().ok_or_else(|| {

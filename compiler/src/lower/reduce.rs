@@ -24,7 +24,7 @@ pub fn reducer_op(m: &Module, comp: hlo::CompId) -> Option<Opcode> {
         .iter()
         .filter_map(|&o| {
             let i = &c.insts[o];
-            (i.opcode == Opcode::Parameter).then(|| i.attrs.parameter_number.unwrap_or(-1))
+            i.parameter_number().map(|n| n as i64)
         })
         .collect();
     let mut sorted = params.clone();

@@ -51,7 +51,7 @@ fn combiners(m: &hlo::Module, comp: hlo::CompId, n: usize) -> Option<Vec<Combine
     let c = &m.comps[comp];
     let param = |h: InstId| {
         let i = &c.insts[h];
-        (i.opcode == Opcode::Parameter).then(|| i.attrs.parameter_number.unwrap_or(-1))
+        i.parameter_number().map(|n| n as i64)
     };
     let one = |h: InstId, i: usize| -> Option<Combine> {
         match param(h) {

@@ -295,7 +295,9 @@ fn lower_topk(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     let inst = &l.comp().insts[h];
     let a = l.arr(inst.operands[0])?;
     l.vty(a.ty)?;
-    let largest = inst.attrs.largest.unwrap_or(true);
+    let hlo::View::TopK { largest, .. } = inst.view() else {
+        return Err(CompileError::Internal("topk without its view".into()));
+    };
     let Some(&n) = a.dims.last() else {
         return Err(l.unsupported("topk of a scalar"));
     };

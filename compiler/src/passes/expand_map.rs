@@ -65,7 +65,7 @@ impl Pass for ExpandMap {
                     let whole = Shape::Array(out.with_type(ty));
                     let new = match src.opcode {
                         Opcode::Parameter => {
-                            let n = src.attrs.parameter_number.unwrap_or(0) as usize;
+                            let n = src.parameter_number().unwrap_or(0);
                             if let Some(&op) = mi.operands.get(n) {
                                 map.insert(k, op);
                             }

@@ -62,7 +62,7 @@ fn inline_into(m: &mut Module, entry: hlo::CompId) -> CResult<bool> {
                 for h in order {
                     let src = &callee.insts[h];
                     if src.opcode == Opcode::Parameter {
-                        let n = src.attrs.parameter_number.unwrap_or(0) as usize;
+                        let n = src.parameter_number().unwrap_or(0);
                         if let Some(&op) = ci.operands.get(n) {
                             map.insert(h, op);
                         }

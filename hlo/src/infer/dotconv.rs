@@ -149,8 +149,10 @@ pub(super) fn convolution(a: &Args) -> InferResult {
             window.len()
         ));
     }
-    let fgc = a.attrs.feature_group_count.unwrap_or(1);
-    let bgc = a.attrs.batch_group_count.unwrap_or(1);
+    let crate::View::Convolution(v) = crate::View::of(a.op, a.attrs) else {
+        return Err("convolution: dim_labels are missing".into());
+    };
+    let (fgc, bgc) = (v.feature_group_count, v.batch_group_count);
     if fgc < 1 || bgc < 1 {
         return Err(format!(
             "feature_group_count ({fgc}) and batch_group_count ({bgc}) must be positive"

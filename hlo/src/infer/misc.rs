@@ -159,7 +159,9 @@ pub(super) fn rng(a: &Args) -> InferResult {
 
 pub(super) fn rng_bit_generator(a: &Args) -> InferResult {
     let st = a.array(0)?;
-    let alg = a.attrs.rng_algorithm.unwrap_or(RngAlgorithm::Default);
+    let crate::View::RngBitGenerator { algorithm: alg } = crate::View::of(a.op, a.attrs) else {
+        return Err("rng-bit-generator: not a rng-bit-generator".into());
+    };
     let sizes: &[i64] = match alg {
         RngAlgorithm::ThreeFry => &[2],
         RngAlgorithm::Philox | RngAlgorithm::Default => &[2, 3],
