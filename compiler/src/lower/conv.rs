@@ -375,6 +375,163 @@ fn direct(
         g.win[0].rhs_dilate.max(1) as usize,
         g.win[1].rhs_dilate.max(1) as usize,
     );
+    if sh == 1 && sw == 1 && wp <= half && c * iw < 1 << 20 && o * 4 < 1 << 20 {
+        flat_jobs(
+            l,
+            &plan,
+            &acc,
+            g,
+            [hp, wp],
+            (dh, dw),
+            (rows, cols, half, nmxu, iw),
+        );
+    } else {
+        per_row_jobs(
+            l,
+            &plan,
+            &acc,
+            g,
+            [hp, wp],
+            [sh, sw],
+            (dh, dw),
+            (rows, cols, half, nmxu, iw),
+        )?;
+    }
+    if plan.acc_ty != ty {
+        l.convert(&result, &acc.with_dims(result.dims.clone()))?;
+    }
+    if out_identity {
+        return Ok(result);
+    }
+    let mut inv = vec![0; op.len()];
+    for (j, &d) in op.iter().enumerate() {
+        inv[d] = j;
+    }
+    let out = l.new_buf(h, ty, out_dims)?;
+    l.permute_into(&out, &result.with_dims(canon_dims), &inv)?;
+    Ok(out)
+}
+
+/// Stride-1 direct convolution over flattened rows: output `(b, y, x)` of the padded grid
+/// is row `r = (b·Hp + y)·Wp + x`, and tap `(kh, kw)` of every row reads the input at
+/// `(r + kh·dh·Wp + kw·dw)·C`: one MXU row stride (`C`) for the whole batch. A matmul then
+/// streams up to half the accumulators of rows (whole padded rows; the `Wp − Wo` columns and
+/// `Hp − Ho` rows of each image are computed and dropped) per weight load, instead of one
+/// output row, so the weight port no longer sets the pace on small images. With `dw = 1` the
+/// taps of one kernel row are adjacent in both the input row and the canonical kernel
+/// `[kh][kw][c][o]`, so `(kw, c)` is one contraction run of `kw·C` (a 3×3 layer with 64
+/// channels fills 128-row weight tiles instead of using half of each). Each output row leaves
+/// the accumulators with its own `mxu.st` (all at the end of the job: one drain).
+#[allow(clippy::too_many_arguments)]
+fn flat_jobs(
+    l: &mut Lowerer<'_>,
+    plan: &super::dot::MxuPlan,
+    acc: &Buf,
+    g: &Direct,
+    [hp, wp]: [usize; 2],
+    (dh, dw): (usize, usize),
+    (rows, cols, half, nmxu, iw): (usize, usize, usize, usize, usize),
+) {
+    let [kh_n, kw_n] = g.k_sp;
+    let [ho_n, wo_n] = g.out_sp;
+    let (n, c, o) = (g.n, g.c, g.o);
+    // Contraction runs (input element offset, kernel row, length), cut into weight tiles.
+    let mut runs = Vec::new();
+    for kh in 0..kh_n {
+        if dw == 1 {
+            runs.push((kh * dh * wp * c, kh * kw_n * c, kw_n * c));
+        } else {
+            for kw in 0..kw_n {
+                runs.push(((kh * dh * wp + kw * dw) * c, (kh * kw_n + kw) * c, c));
+            }
+        }
+    }
+    let mut ktiles = Vec::new();
+    for (off, kr, len) in runs {
+        for t0 in (0..len).step_by(rows) {
+            ktiles.push((off + t0, kr + t0, rows.min(len - t0)));
+        }
+    }
+    // Rows up to the last real output; chunks of whole padded rows, as many as fill the MXUs
+    // evenly (jobs a multiple of the MXU count where that keeps chunks within half the
+    // accumulators).
+    let r_end = ((n - 1) * hp + ho_n - 1) * wp + wo_n;
+    let prow = r_end.div_ceil(wp);
+    let otiles = o.div_ceil(cols);
+    let per = (half / wp).max(1);
+    let mut nchunks = prow.div_ceil(per);
+    while (nchunks * otiles) % nmxu != 0 && prow.div_ceil(nchunks + 1) >= 1 && nchunks < prow {
+        nchunks += 1;
+    }
+    let chunk = prow.div_ceil(nchunks) * wp;
+    let mut jobs: Vec<Job> = Vec::new();
+    for r0 in (0..r_end).step_by(chunk) {
+        let mm = chunk.min(r_end - r0);
+        for n0 in (0..o).step_by(cols) {
+            let nn = cols.min(o - n0);
+            let q = jobs.len() % nmxu;
+            let base = (l.mxu_jobs[q] % 2) * half as u64;
+            l.mxu_jobs[q] += 1;
+            let mut ops = Vec::new();
+            let mut first = true;
+            for &(li, ri) in &plan.passes {
+                let (xp, wpart) = (&plan.lparts[li], &plan.rparts[ri]);
+                for &(off, kr, kk) in &ktiles {
+                    ops.push(MxuOp::Ldw {
+                        addr: wpart.addr + ((kr * o + n0) * iw) as u64,
+                        k: kk,
+                        n: nn,
+                        stride: o * iw,
+                    });
+                    ops.push(MxuOp::Matmul {
+                        addr: xp.addr + ((r0 * c + off) * iw) as u64,
+                        m: mm,
+                        k: kk,
+                        stride: c * iw,
+                        base,
+                        accumulate: !first,
+                    });
+                    l.stats.mxu_macs += (mm * rows * cols) as u64;
+                    first = false;
+                }
+            }
+            // The real output rows of this chunk.
+            for rr in (r0..r0 + mm).step_by(wp) {
+                let (b, y) = (rr / wp / hp, rr / wp % hp);
+                if y >= ho_n {
+                    continue;
+                }
+                ops.push(MxuOp::St {
+                    addr: acc.addr + ((((b * ho_n + y) * wo_n) * o + n0) * 4) as u64,
+                    m: wo_n,
+                    n: nn,
+                    stride: o * 4,
+                    base: base + (rr - r0) as u64,
+                });
+            }
+            jobs.push(Job { mxu: q as u8, ops });
+        }
+    }
+    emit_job_list(l, &jobs, plan.mode);
+}
+
+/// Direct convolution one output row per matmul (any stride): for each window tap and `C`
+/// tile the weights are loaded once and every output row `(n, ho)` of the chunk streams its
+/// `Wo` input rows through them.
+#[allow(clippy::too_many_arguments)]
+fn per_row_jobs(
+    l: &mut Lowerer<'_>,
+    plan: &super::dot::MxuPlan,
+    acc: &Buf,
+    g: &Direct,
+    [hp, wp]: [usize; 2],
+    [sh, sw]: [usize; 2],
+    (dh, dw): (usize, usize),
+    (rows, cols, half, nmxu, iw): (usize, usize, usize, usize, usize),
+) -> CResult<()> {
+    let [kh_n, kw_n] = g.k_sp;
+    let [ho_n, wo_n] = g.out_sp;
+    let (n, c, o) = (g.n, g.c, g.o);
     if wo_n > half || sw * c * iw >= 1 << 20 || o * 4 >= 1 << 20 {
         return Err(l.unsupported("a convolution whose output row exceeds half the accumulators"));
     }
@@ -434,17 +591,5 @@ fn direct(
         }
     }
     emit_job_list(l, &jobs, plan.mode);
-    if plan.acc_ty != ty {
-        l.convert(&result, &acc.with_dims(result.dims.clone()))?;
-    }
-    if out_identity {
-        return Ok(result);
-    }
-    let mut inv = vec![0; op.len()];
-    for (j, &d) in op.iter().enumerate() {
-        inv[d] = j;
-    }
-    let out = l.new_buf(h, ty, out_dims)?;
-    l.permute_into(&out, &result.with_dims(canon_dims), &inv)?;
-    Ok(out)
+    Ok(())
 }

@@ -709,8 +709,17 @@ impl<'a> Lowerer<'a> {
         if bytes == 0 {
             return Ok(());
         }
-        // One descriptor moves at most u32::MAX bytes per chunk; split larger copies.
-        let chunk = 1u64 << 30;
+        // One descriptor moves at most u32::MAX bytes per chunk; split larger copies. A large
+        // copy to or from HBM is also cut into one piece per DMA engine (whole HBM bursts):
+        // one engine moves at most `dma.bytes_per_cycle`, the HBM link more.
+        let engines = u64::from(self.arch.dma.engines.max(1));
+        let burst = self.arch.hbm.burst_bytes.max(1);
+        let chunk = if (dst.0 == Space::Hbm || src.0 == Space::Hbm) && bytes >= 64 * 1024 {
+            bytes.div_ceil(engines).div_ceil(burst) * burst
+        } else {
+            1u64 << 30
+        }
+        .min(1u64 << 30);
         let mut done = 0;
         while done < bytes {
             let n = chunk.min(bytes - done);
@@ -921,7 +930,7 @@ impl<'a> Lowerer<'a> {
         let (ty, dims) = self.out_shape(h)?;
         self.stats.flops += 2 * (sd.dims.0 * sd.dims.1 * sd.dims.2 * sd.dims.3) as u64;
         let cores = self.arch.cores_per_chip as usize;
-        let need = sd.vmem_bytes(self);
+        let need = sd.vmem_bytes(self, cores);
         if need > self.arch.vmem.bytes {
             return Err(self.too_large(format!(
                 "a streamed dot needs {need} bytes of VMEM for its tiles (vmem.bytes = {})",
@@ -930,7 +939,7 @@ impl<'a> Lowerer<'a> {
         }
         // Core 0's buffers come from the allocator (freed after this instruction).
         let mut pool = Vec::new();
-        for n in sd.buffer_sizes(self) {
+        for n in sd.buffer_sizes(self, cores) {
             pool.push(self.tmp(ElementType::U8, vec![n as usize])?.addr);
         }
         let mut it = pool.into_iter();
