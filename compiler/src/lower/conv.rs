@@ -266,7 +266,8 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
 }
 
 /// Geometry of a 2-D convolution for the direct lowering.
-struct Direct {
+#[derive(Clone, Debug)]
+pub struct Direct {
     n: usize,
     c: usize,
     o: usize,
@@ -592,4 +593,334 @@ fn per_row_jobs(
     }
     emit_job_list(l, &jobs, plan.mode);
     Ok(())
+}
+
+/// A stride-1 bf16 convolution streamed from HBM on every core (like a streamed dot): both
+/// operands are entry parameters in `b01f` / `01io` layout, the `f32` result (`b01f`) is only
+/// the module's result. Each core takes a share of the images, or of the output features when
+/// that moves fewer bytes (a large kernel over few pixels), copies its input rows from HBM
+/// straight into a zero-padded VMEM buffer and its kernel columns into VMEM, runs the
+/// flattened-row jobs ([`flat_jobs`]) on its MXUs and writes its share of the result to HBM.
+#[derive(Clone, Debug)]
+pub struct StreamConv {
+    /// HLO instruction name (symbol of the emitted code).
+    pub name: String,
+    /// HBM address of the input `[N][H][W][C]`.
+    pub lhs: u64,
+    /// HBM address of the kernel `[KH][KW][C][O]`.
+    pub rhs: u64,
+    /// HBM address of the result `[N][Ho][Wo][O]` (f32).
+    pub out: u64,
+    g: Direct,
+    /// Split the output features over the cores (else the images).
+    by_features: bool,
+}
+
+/// The convolution geometry of `inst` if it is a stride-1 2-D bf16 × bf16 → f32 convolution in
+/// `b01f_01io->b01f` layout without groups, base dilation or negative padding.
+fn stream_geometry(c: &hlo::Computation, inst: &hlo::Instruction) -> Option<Direct> {
+    if inst.opcode != Opcode::Convolution || inst.operands.len() != 2 {
+        return None;
+    }
+    let (x, k) = (&c.insts[inst.operands[0]], &c.insts[inst.operands[1]]);
+    let (xs, ks, os) = (
+        x.shape.as_array()?,
+        k.shape.as_array()?,
+        inst.shape.as_array()?,
+    );
+    if (xs.ty, ks.ty, os.ty) != (ElementType::BF16, ElementType::BF16, ElementType::F32)
+        || xs.is_dynamic()
+        || ks.is_dynamic()
+        || xs.dims.len() != 4
+        || ks.dims.len() != 4
+    {
+        return None;
+    }
+    let a = &inst.attrs;
+    let lab = a.dim_labels.as_ref()?;
+    let id = (
+        lab.input_batch,
+        lab.input_spatial.as_slice(),
+        lab.input_feature,
+    ) == (0, &[1, 2][..], 3)
+        && (lab.kernel_spatial.as_slice(), lab.kernel_input_feature) == (&[0, 1][..], 2)
+        && lab.kernel_output_feature == 3
+        && (
+            lab.output_batch,
+            lab.output_spatial.as_slice(),
+            lab.output_feature,
+        ) == (0, &[1, 2][..], 3);
+    if !id || a.feature_group_count.unwrap_or(1) > 1 || a.batch_group_count.unwrap_or(1) > 1 {
+        return None;
+    }
+    let d = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
+    let (xd, kd, od) = (d(&xs.dims), d(&ks.dims), d(&os.dims));
+    let win: Vec<WindowDim> = a.window.clone().unwrap_or_else(|| {
+        kd[..2]
+            .iter()
+            .map(|&k| WindowDim::of_size(k as i64))
+            .collect()
+    });
+    let ok = win.len() == 2
+        && win.iter().all(|w| {
+            w.stride == 1 && w.lhs_dilate <= 1 && w.pad_lo >= 0 && w.pad_hi >= 0 && !w.reversal
+        });
+    if !ok {
+        return None;
+    }
+    Some(Direct {
+        n: xd[0],
+        c: xd[3],
+        o: kd[3],
+        in_sp: [xd[1], xd[2]],
+        k_sp: [kd[0], kd[1]],
+        out_sp: [od[1], od[2]],
+        win: [win[0], win[1]],
+    })
+}
+
+/// Whether convolution `h` can be streamed from HBM on every core ([`StreamConv`]) of
+/// `arch`: the flattened-row lowering applies and one core's buffers fit in half its VMEM.
+pub fn streamable(
+    m: &hlo::Module,
+    h: InstId,
+    users: &[Vec<InstId>],
+    arch: &arch::ArchConfig,
+) -> bool {
+    let c = m.entry();
+    let inst = &c.insts[h];
+    let Some(g) = stream_geometry(c, inst) else {
+        return false;
+    };
+    let half = (arch.mxu.acc_rows as usize / 2).max(1);
+    let wp = g.in_sp[1] + (g.win[1].pad_lo + g.win[1].pad_hi) as usize;
+    let hp = g.in_sp[0] + (g.win[0].pad_lo + g.win[0].pad_hi) as usize;
+    let cores = arch.cores_per_chip.max(1) as usize;
+    let nb = g.n.div_ceil(cores);
+    let need = nb * hp * wp * g.c * 2
+        + g.k_sp[0] * g.k_sp[1] * g.c * g.o * 2
+        + nb * g.out_sp[0] * g.out_sp[1] * g.o * 4;
+    if wp > half || g.c * 2 >= 1 << 20 || g.o * 4 >= 1 << 20 || need as u64 > arch.vmem.bytes / 2 {
+        return false;
+    }
+    let (x, k) = (&c.insts[inst.operands[0]], &c.insts[inst.operands[1]]);
+    if x.opcode != Opcode::Parameter
+        || k.opcode != Opcode::Parameter
+        || inst.operands[0] == inst.operands[1]
+        || g.n == 0
+        || g.o == 0
+    {
+        return false;
+    }
+    let root = c.root;
+    users[h.index()]
+        .iter()
+        .all(|&u| u == root && c.insts[u].opcode == Opcode::Tuple)
+        || (root == h && users[h.index()].is_empty())
+}
+
+impl StreamConv {
+    /// The plan of streamed convolution `h` (operands at `lhs`, `rhs`, result at `out`).
+    pub fn new(l: &Lowerer<'_>, h: InstId, lhs: u64, rhs: u64, out: u64) -> Option<StreamConv> {
+        let c = l.m.entry();
+        let inst = &c.insts[h];
+        let g = stream_geometry(c, inst)?;
+        let cores = l.arch.cores_per_chip.max(1) as usize;
+        let cols = l.arch.mxu.cols as usize;
+        // Bytes one core reads: its images and the whole kernel, or every image and its
+        // kernel columns (whole MXU tiles of columns per core).
+        let input = g.n * g.in_sp[0] * g.in_sp[1] * g.c * 2;
+        let kernel = g.k_sp[0] * g.k_sp[1] * g.c * g.o * 2;
+        let by_features = cores > 1
+            && g.o % (cores * cols) == 0
+            && input + kernel / cores < input.div_ceil(cores) + kernel;
+        Some(StreamConv {
+            name: inst.name.clone(),
+            lhs,
+            rhs,
+            out,
+            g,
+            by_features,
+        })
+    }
+
+    /// Multiply-adds ×2.
+    pub fn flops(&self) -> u64 {
+        let g = &self.g;
+        2 * (g.n * g.out_sp[0] * g.out_sp[1] * g.k_sp[0] * g.k_sp[1] * g.c * g.o) as u64
+    }
+
+    /// Core `core`'s share: `(first image, images, first feature, features)`.
+    fn share(&self, core: usize, cores: usize) -> (usize, usize, usize, usize) {
+        let cores = cores.max(1);
+        let part = |n: usize| {
+            let (q, r) = (n / cores, n % cores);
+            (core * q + core.min(r), q + usize::from(core < r))
+        };
+        if self.by_features {
+            let (o0, no) = part(self.g.o);
+            (0, self.g.n, o0, no)
+        } else {
+            let (b0, nb) = part(self.g.n);
+            (b0, nb, 0, self.g.o)
+        }
+    }
+
+    fn padded(&self) -> [usize; 2] {
+        let w = &self.g.win;
+        [
+            self.g.in_sp[0] + (w[0].pad_lo + w[0].pad_hi) as usize,
+            self.g.in_sp[1] + (w[1].pad_lo + w[1].pad_hi) as usize,
+        ]
+    }
+
+    /// Sizes of the buffers [`StreamConv::emit`] asks for, in order: padded input, kernel
+    /// columns, result share (the largest share of any core).
+    pub fn buffer_sizes(&self, cores: usize) -> Vec<u64> {
+        let g = &self.g;
+        let [hp, wp] = self.padded();
+        let (_, nb, _, no) = self.share(0, cores);
+        vec![
+            (nb * hp * wp * g.c * 2) as u64,
+            (g.k_sp[0] * g.k_sp[1] * g.c * no * 2) as u64,
+            (nb * g.out_sp[0] * g.out_sp[1] * no * 4) as u64,
+        ]
+    }
+
+    /// Emits core `core`'s share (of `cores`), with buffers from `alloc`.
+    pub fn emit(
+        &self,
+        l: &mut Lowerer<'_>,
+        core: usize,
+        cores: usize,
+        alloc: &mut dyn FnMut(u64) -> CResult<u64>,
+    ) -> CResult<()> {
+        let g = &self.g;
+        let sizes = self.buffer_sizes(cores);
+        let (xa, ka, aa) = (alloc(sizes[0])?, alloc(sizes[1])?, alloc(sizes[2])?);
+        let (b0, nb, o0, no) = self.share(core, cores);
+        if nb == 0 || no == 0 {
+            return Ok(());
+        }
+        let [hp, wp] = self.padded();
+        let [h_in, w_in] = g.in_sp;
+        let [kh_n, kw_n] = g.k_sp;
+        let [ho_n, wo_n] = g.out_sp;
+        let (c, o) = (g.c, g.o);
+        let buf = |addr: u64, ty: ElementType, dims: Vec<usize>| Buf {
+            alloc: usize::MAX,
+            addr,
+            ty,
+            dims,
+        };
+        let padded = buf(xa, ElementType::BF16, vec![nb, hp, wp, c]);
+        let kernel = buf(ka, ElementType::BF16, vec![kh_n, kw_n, c, no]);
+        let acc = buf(aa, ElementType::F32, vec![nb, ho_n, wo_n, no]);
+        // Zero padding, then each image's rows from HBM into the padded interior.
+        if hp != h_in || wp != w_in {
+            let t = l.vty(ElementType::BF16)?;
+            l.vpu_map(&padded, &[], &mut |d, _, k| Inst::VSplat {
+                dst: d,
+                src: SReg(0),
+                n: k,
+                t,
+                wait: None,
+                signal: None,
+            });
+        }
+        let row = (w_in * c * 2) as u64;
+        let (pl0, pl1) = (g.win[0].pad_lo as usize, g.win[1].pad_lo as usize);
+        for b in 0..nb {
+            let src = self.lhs + ((b0 + b) * h_in * w_in * c * 2) as u64;
+            let dst = xa + (((b * hp + pl0) * wp + pl1) * c * 2) as u64;
+            l.dma_strided(
+                (isa::Space::Vmem, dst),
+                (isa::Space::Hbm, src),
+                row,
+                h_in as u64,
+                row,
+                (wp * c * 2) as u64,
+            );
+        }
+        // The kernel's columns o0..o0+no (whole rows when every column), in pieces over the
+        // DMA engines.
+        let krows = kh_n * kw_n * c;
+        let pieces = (l.arch.dma.engines.max(1) as usize).min(krows);
+        if no == o {
+            l.dma(
+                (isa::Space::Vmem, ka),
+                (isa::Space::Hbm, self.rhs),
+                (krows * o * 2) as u64,
+            )?;
+        } else {
+            let per = krows.div_ceil(pieces);
+            for r0 in (0..krows).step_by(per) {
+                let nr = per.min(krows - r0);
+                l.dma_strided(
+                    (isa::Space::Vmem, ka + (r0 * no * 2) as u64),
+                    (isa::Space::Hbm, self.rhs + ((r0 * o + o0) * 2) as u64),
+                    (no * 2) as u64,
+                    nr as u64,
+                    (o * 2) as u64,
+                    (no * 2) as u64,
+                );
+            }
+        }
+        let plan = super::dot::MxuPlan {
+            mode: arch::MxuDtype::Bf16,
+            acc_ty: ElementType::F32,
+            passes: vec![(0, 0)],
+            lparts: vec![padded],
+            rparts: vec![kernel],
+        };
+        let share = Direct {
+            n: nb,
+            o: no,
+            ..g.clone()
+        };
+        let rows = l.arch.mxu.rows as usize;
+        let cols = l.arch.mxu.cols as usize;
+        let half = (l.arch.mxu.acc_rows as usize / 2).max(1);
+        let nmxu = l.arch.mxu.count as usize;
+        let (dh, dw) = (
+            g.win[0].rhs_dilate.max(1) as usize,
+            g.win[1].rhs_dilate.max(1) as usize,
+        );
+        flat_jobs(
+            l,
+            &plan,
+            &acc,
+            &share,
+            [hp, wp],
+            (dh, dw),
+            (rows, cols, half, nmxu, 2),
+        );
+        // The share of the result to HBM.
+        let pix = (nb * ho_n * wo_n) as u64;
+        if no == o {
+            let dst = self.out + (b0 * ho_n * wo_n * o * 4) as u64;
+            l.dma(
+                (isa::Space::Hbm, dst),
+                (isa::Space::Vmem, aa),
+                pix * (o * 4) as u64,
+            )?;
+        } else {
+            let per = pix.div_ceil(pieces as u64);
+            for p0 in (0..pix).step_by(per as usize) {
+                let np = per.min(pix - p0);
+                l.dma_strided(
+                    (
+                        isa::Space::Hbm,
+                        self.out + ((p0 as usize * o + o0) * 4) as u64,
+                    ),
+                    (isa::Space::Vmem, aa + (p0 as usize * no * 4) as u64),
+                    (no * 4) as u64,
+                    np,
+                    (no * 4) as u64,
+                    (o * 4) as u64,
+                );
+            }
+        }
+        Ok(())
+    }
 }

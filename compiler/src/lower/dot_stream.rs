@@ -107,8 +107,31 @@ struct Job {
 }
 
 impl StreamDot {
-    /// Chunk shape and schedule for `arch` and `cores` cores.
+    /// Chunk shape and schedule for `arch` and `cores` cores: DMA blocks of rows long enough
+    /// for the engine's full rate and loads far enough ahead, made shorter and fewer while
+    /// the buffers do not fit three quarters of VMEM.
     fn plan(&self, l: &Lowerer<'_>, cores: usize) -> Plan {
+        let iw = self.mode.bytes() as usize;
+        let kb = (l.arch.mxu.rows as usize).min(self.dims.2).max(1);
+        let mut f = MIN_RUN_BYTES.div_ceil(kb * iw).max(1);
+        let mut dmax = 8;
+        loop {
+            let p = self.plan_with(l, cores, f, dmax);
+            let bytes: u64 = self.sizes(&p).iter().map(|x| x.div_ceil(64) * 64).sum();
+            if bytes <= l.arch.vmem.bytes / 4 * 3 || (f == 1 && dmax == 1) {
+                return p;
+            }
+            if f > 1 {
+                f /= 2;
+            } else {
+                dmax -= 1;
+            }
+        }
+    }
+
+    /// [`StreamDot::plan`] with DMA blocks of `f` weight loads and at most `dmax` jobs of
+    /// lookahead.
+    fn plan_with(&self, l: &Lowerer<'_>, cores: usize, f: usize, dmax: usize) -> Plan {
         let (nb, m, k, n) = self.dims;
         let a = l.arch;
         let iw = self.mode.bytes() as usize;
@@ -116,8 +139,6 @@ impl StreamDot {
         let rows = a.mxu.rows as usize;
         let nc = ((a.mxu.count * a.mxu.cols) as usize).min(n).max(1);
         let kb = rows.min(k).max(1);
-        // DMA blocks of whole weight loads, rows long enough for the engine's full rate.
-        let f = MIN_RUN_BYTES.div_ceil(kb * iw).max(1);
         let kd = (kb * f).min(k.div_ceil(kb) * kb).max(kb);
         let first_block = if k > kd { kb } else { 0 };
         let nblk = usize::from(first_block > 0) + (k - first_block).div_ceil(kd);
@@ -143,7 +164,10 @@ impl StreamDot {
         let l_hbm = (a.hbm.latency_ns * a.clock_mhz / 1000.0).ceil();
         let job_bytes = ((mc + nc) * kd * iw * cores.max(1)) as f64;
         let est = a.dma.setup_cycles as f64 + l_hbm + job_bytes / bw;
-        let depth = ((est / job_cycles.max(1) as f64).ceil() as usize + 1).clamp(2, 8);
+        let depth = ((est / job_cycles.max(1) as f64).ceil() as usize + 1)
+            .clamp(2, 8)
+            .min(dmax)
+            .max(1);
         let slots = (depth + 2) as u64;
         let al = |x: usize| (x.div_ceil(64) * 64) as u64;
         let budget = a.vmem.bytes / 4 * 3;
@@ -183,7 +207,10 @@ impl StreamDot {
 
     /// Sizes of the buffers [`StreamDot::emit`] asks for, in order.
     pub fn buffer_sizes(&self, l: &Lowerer<'_>, cores: usize) -> Vec<u64> {
-        let p = self.plan(l, cores);
+        self.sizes(&self.plan(l, cores))
+    }
+
+    fn sizes(&self, p: &Plan) -> Vec<u64> {
         let iw = self.mode.bytes() as usize;
         let a = (p.mc * p.kd * iw) as u64;
         let b = (p.kd * p.nc * iw) as u64;
@@ -344,6 +371,16 @@ impl StreamDot {
                 b_of.push((g % slots, true));
             }
         }
+        // The last earlier job that reads the B slot a job loads (it must be emitted before
+        // the load: a panel slot is reused by a later panel).
+        let mut prev_reader = vec![None; jobs.len()];
+        let mut last_reader: std::collections::HashMap<usize, usize> = Default::default();
+        for (g, &(slot, with_b)) in b_of.iter().enumerate() {
+            if with_b {
+                prev_reader[g] = last_reader.get(&slot).copied();
+            }
+            last_reader.insert(slot, g);
+        }
         let mut done_chunks = 0usize;
         let mut cbuf_of = vec![0usize; mine.len()];
         let mut pending_out: Vec<(usize, usize)> = Vec::new(); // (chunk, jobs until emit)
@@ -357,7 +394,7 @@ impl StreamDot {
             } else {
                 (g + p.depth + 1).min(jobs.len())
             };
-            while loaded < upto {
+            while loaded < upto && prev_reader[loaded].is_none_or(|r| r < g) {
                 let jl = jobs[loaded];
                 let (bs, with_b) = b_of[loaded];
                 let blk = blocks[jl.s];
@@ -397,6 +434,15 @@ impl StreamDot {
                 // Accumulators to VMEM now (same MXU queues: in order after the matmuls).
                 cbuf_of[j.i] = done_chunks % p.cbufs;
                 done_chunks += 1;
+                // A write still deferred from this buffer leaves first (short chunks finish
+                // faster than the deferral).
+                while let Some(k) = pending_out
+                    .iter()
+                    .position(|&(i0, _)| cbuf_of[i0] == cbuf_of[j.i])
+                {
+                    let (i0, _) = pending_out.remove(k);
+                    self.store(l, bufs.c[cbuf_of[i0]], mine[i0], &p, None);
+                }
                 let cbuf = bufs.c[cbuf_of[j.i]];
                 for q in 0..ncur.div_ceil(cols) {
                     let st = MxuOp::St {
@@ -506,6 +552,67 @@ impl StreamDot {
                 p.nc * 4,
                 n * 4,
             );
+        }
+    }
+}
+
+/// Work streamed from HBM on every core: a dot or a convolution.
+#[derive(Clone, Debug)]
+pub enum Streamed {
+    Dot(StreamDot),
+    Conv(super::conv::StreamConv),
+}
+
+impl Streamed {
+    /// HLO instruction name.
+    pub fn name(&self) -> &str {
+        match self {
+            Streamed::Dot(d) => &d.name,
+            Streamed::Conv(c) => &c.name,
+        }
+    }
+
+    /// HBM address of the result.
+    pub fn out(&self) -> u64 {
+        match self {
+            Streamed::Dot(d) => d.out,
+            Streamed::Conv(c) => c.out,
+        }
+    }
+
+    /// Multiply-adds ×2.
+    pub fn flops(&self) -> u64 {
+        match self {
+            Streamed::Dot(d) => 2 * (d.dims.0 * d.dims.1 * d.dims.2 * d.dims.3) as u64,
+            Streamed::Conv(c) => c.flops(),
+        }
+    }
+
+    /// Sizes of the buffers `emit` asks for, in order.
+    pub fn buffer_sizes(&self, l: &Lowerer<'_>, cores: usize) -> Vec<u64> {
+        match self {
+            Streamed::Dot(d) => d.buffer_sizes(l, cores),
+            Streamed::Conv(c) => c.buffer_sizes(cores),
+        }
+    }
+
+    /// VMEM bytes one core needs.
+    pub fn vmem_bytes(&self, l: &Lowerer<'_>, cores: usize) -> u64 {
+        let al = |x: u64| x.div_ceil(64) * 64;
+        self.buffer_sizes(l, cores).into_iter().map(al).sum()
+    }
+
+    /// Emits core `core`'s share (of `cores`), with buffers from `alloc`.
+    pub fn emit(
+        &self,
+        l: &mut Lowerer<'_>,
+        core: usize,
+        cores: usize,
+        alloc: &mut dyn FnMut(u64) -> CResult<u64>,
+    ) -> CResult<()> {
+        match self {
+            Streamed::Dot(d) => d.emit(l, core, cores, alloc),
+            Streamed::Conv(c) => c.emit(l, core, cores, alloc),
         }
     }
 }

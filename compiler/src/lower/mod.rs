@@ -144,11 +144,11 @@ pub struct Lowerer<'a> {
     pub(crate) mxu_jobs: Vec<u64>,
     pub(crate) stats: LowerStats,
     /// Dots streamed from HBM, by instruction index.
-    stream: Vec<Option<dot_stream::StreamDot>>,
+    stream: Vec<Option<dot_stream::Streamed>>,
     /// Arrays with a copy in HBM (parameters), by instruction index.
     hbm_home: Vec<Option<Slot>>,
     /// Work for cores other than 0, emitted after core 0's code.
-    side: Vec<(usize, dot_stream::StreamDot)>,
+    side: Vec<(usize, dot_stream::Streamed)>,
     /// The devices (chips) the program runs on: replicas × partitions, chip `r·P + p`.
     pub(crate) devs: hlo::eval::replica::groups::Devices,
     /// Number of chips (`devs.n()`).
@@ -256,7 +256,7 @@ impl<'a> Lowerer<'a> {
         let streamable: Vec<bool> = c
             .insts
             .handles()
-            .map(|h| dot::streamable(m, h, &users))
+            .map(|h| dot::streamable(m, h, &users) || conv::streamable(m, h, &users, arch))
             .collect();
         for &p in &params {
             l.span = c.insts[p].span;
@@ -880,7 +880,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The plan of a streamed dot: operand addresses and a result slot in HBM.
-    fn plan_stream(&mut self, h: InstId) -> CResult<dot_stream::StreamDot> {
+    fn plan_stream(&mut self, h: InstId) -> CResult<dot_stream::Streamed> {
         let c = self.m.entry();
         let inst = &c.insts[h];
         let slot = |v: &Option<Slot>| {
@@ -890,6 +890,13 @@ impl<'a> Lowerer<'a> {
         let lhs = slot(&self.hbm_home[inst.operands[0].index()])?;
         let rhs = slot(&self.hbm_home[inst.operands[1].index()])?;
         let (ty, dims) = self.out_shape(h)?;
+        if inst.opcode == Opcode::Convolution {
+            let out = Slot { addr: 0, ty, dims };
+            let addr = self.hbm_slot(out.bytes(), &inst.name)?;
+            return conv::StreamConv::new(self, h, lhs.addr, rhs.addr, addr)
+                .map(dot_stream::Streamed::Conv)
+                .ok_or_else(|| CompileError::Internal("streamed convolution has no plan".into()));
+        }
         let nb: usize = inst
             .attrs
             .lhs_batch_dims
@@ -909,14 +916,14 @@ impl<'a> Lowerer<'a> {
         } else {
             arch::MxuDtype::Bf16
         };
-        Ok(dot_stream::StreamDot {
+        Ok(dot_stream::Streamed::Dot(dot_stream::StreamDot {
             name: inst.name.clone(),
             lhs: lhs.addr,
             rhs: rhs.addr,
             out: addr,
             dims: (nb, m, k, n),
             mode,
-        })
+        }))
     }
 
     /// Lowers a streamed dot: core 0's share now, the other cores' shares after core 0's code.
@@ -928,7 +935,7 @@ impl<'a> Lowerer<'a> {
             return Ok(None);
         };
         let (ty, dims) = self.out_shape(h)?;
-        self.stats.flops += 2 * (sd.dims.0 * sd.dims.1 * sd.dims.2 * sd.dims.3) as u64;
+        self.stats.flops += sd.flops();
         let cores = self.arch.cores_per_chip as usize;
         let need = sd.vmem_bytes(self, cores);
         if need > self.arch.vmem.bytes {
@@ -951,7 +958,7 @@ impl<'a> Lowerer<'a> {
             self.side.push((c, sd.clone()));
         }
         Ok(Some(Val::Hbm(Slot {
-            addr: sd.out,
+            addr: sd.out(),
             ty,
             dims,
         })))
@@ -987,7 +994,7 @@ impl<'a> Lowerer<'a> {
             // This core's VMEM is untouched: lay its buffers out from 0.
             let mut top = 0u64;
             for sd in &mine {
-                self.e.b.begin_hlo(&sd.name);
+                self.e.b.begin_hlo(sd.name());
                 let cores = self.arch.cores_per_chip as usize;
                 let cap = self.arch.vmem.bytes;
                 sd.emit(self, c, cores, &mut |n| {
