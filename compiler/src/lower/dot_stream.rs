@@ -145,9 +145,19 @@ impl StreamDot {
         // Smaller chunks until every core has a few (down to one weight tile of rows): a
         // chunk's result write then overlaps later chunks' compute and only the last one is
         // exposed. Each chunk costs one drain of the array (`mxu.st` waits for the matmuls).
+        // Beyond one chunk per core, only while the smaller chunk's write takes longer than a
+        // copy's setup and HBM latency plus the drain of the array an extra chunk costs: tiny
+        // results gain nothing from more chunks.
+        let l_hbm = (a.hbm.latency_ns * a.clock_mhz / 1000.0).ceil() as usize;
+        let overhead = a.dma.setup_cycles as usize + l_hbm + rows + a.mxu.cols as usize;
+        let write = |rows: usize| rows * nc * 4 / (a.dma.bytes_per_cycle.max(1) as usize);
         let mut mc = (acc / 2).min(m).max(1);
         let chunks = |mc: usize| nb * m.div_ceil(mc) * n.div_ceil(nc);
-        while mc > rows && chunks(mc).div_ceil(cores.max(1)) < MIN_CHUNKS_PER_CORE {
+        while mc > rows
+            && (chunks(mc) < cores
+                || (chunks(mc).div_ceil(cores.max(1)) < MIN_CHUNKS_PER_CORE
+                    && write(mc / 2) > overhead))
+        {
             mc = (mc / 2).max(rows);
         }
         let acc_slots = (acc / mc).max(2);
@@ -161,7 +171,7 @@ impl StreamDot {
         // every core at the HBM's rate) in jobs of compute, plus one.
         let job_cycles = kd.div_ceil(kb) * mc.max(rows);
         let bw = (a.hbm.gbps * 1000.0 / a.clock_mhz).max(1.0);
-        let l_hbm = (a.hbm.latency_ns * a.clock_mhz / 1000.0).ceil();
+        let l_hbm = l_hbm as f64;
         let job_bytes = ((mc + nc) * kd * iw * cores.max(1)) as f64;
         let est = a.dma.setup_cycles as f64 + l_hbm + job_bytes / bw;
         let depth = ((est / job_cycles.max(1) as f64).ceil() as usize + 1)
@@ -201,7 +211,8 @@ impl StreamDot {
             cbufs,
             depth,
             first_block,
-            tail_rows: rows,
+            // A short last chunk only where its write would be long.
+            tail_rows: if write(mc) > overhead { rows } else { 0 },
         }
     }
 
@@ -255,7 +266,7 @@ impl StreamDot {
         // compute left to hide behind.
         if let Some(last) = mine.last().copied() {
             let tail = p.tail_rows;
-            if tail > 0 && last.rows > tail {
+            if tail > 0 && last.rows >= 2 * tail {
                 let head = Chunk {
                     rows: last.rows - tail,
                     ..last

@@ -710,16 +710,18 @@ impl<'a> Lowerer<'a> {
             return Ok(());
         }
         // One descriptor moves at most u32::MAX bytes per chunk; split larger copies. A large
-        // copy to or from HBM is also cut into one piece per DMA engine (whole HBM bursts):
-        // one engine moves at most `dma.bytes_per_cycle`, the HBM link more.
+        // copy to or from HBM is also cut into pieces of at least 256 KiB (whole HBM bursts),
+        // one per DMA engine at most: one engine moves at most `dma.bytes_per_cycle`, the HBM
+        // link more (smaller pieces would hold every engine for a latency each and delay the
+        // copies queued behind them).
         let engines = u64::from(self.arch.dma.engines.max(1));
         let burst = self.arch.hbm.burst_bytes.max(1);
-        let chunk = if (dst.0 == Space::Hbm || src.0 == Space::Hbm) && bytes >= 64 * 1024 {
-            bytes.div_ceil(engines).div_ceil(burst) * burst
+        let pieces = if dst.0 == Space::Hbm || src.0 == Space::Hbm {
+            (bytes / (256 * 1024)).clamp(1, engines)
         } else {
-            1u64 << 30
-        }
-        .min(1u64 << 30);
+            1
+        };
+        let chunk = (bytes.div_ceil(pieces).div_ceil(burst) * burst).min(1u64 << 30);
         let mut done = 0;
         while done < bytes {
             let n = chunk.min(bytes - done);
