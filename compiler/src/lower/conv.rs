@@ -380,7 +380,7 @@ fn direct(
         flat_jobs(
             l,
             &plan,
-            &acc,
+            &mut Sink::Rows(&acc),
             g,
             [hp, wp],
             (dh, dw),
@@ -427,7 +427,7 @@ fn direct(
 fn flat_jobs(
     l: &mut Lowerer<'_>,
     plan: &super::dot::MxuPlan,
-    acc: &Buf,
+    sink: &mut Sink<'_>,
     g: &Direct,
     [hp, wp]: [usize; 2],
     (dh, dw): (usize, usize),
@@ -435,7 +435,7 @@ fn flat_jobs(
 ) {
     let [kh_n, kw_n] = g.k_sp;
     let [ho_n, wo_n] = g.out_sp;
-    let (n, c, o) = (g.n, g.c, g.o);
+    let (c, o) = (g.c, g.o);
     // Contraction runs (input element offset, kernel row, length), cut into weight tiles.
     let mut runs = Vec::new();
     for kh in 0..kh_n {
@@ -453,21 +453,16 @@ fn flat_jobs(
             ktiles.push((off + t0, kr + t0, rows.min(len - t0)));
         }
     }
-    // Rows up to the last real output; chunks of whole padded rows, as many as fill the MXUs
-    // evenly (jobs a multiple of the MXU count where that keeps chunks within half the
-    // accumulators).
-    let r_end = ((n - 1) * hp + ho_n - 1) * wp + wo_n;
-    let prow = r_end.div_ceil(wp);
-    let otiles = o.div_ceil(cols);
-    let per = (half / wp).max(1);
-    let mut nchunks = prow.div_ceil(per);
-    while (nchunks * otiles) % nmxu != 0 && prow.div_ceil(nchunks + 1) >= 1 && nchunks < prow {
-        nchunks += 1;
-    }
-    let chunk = prow.div_ceil(nchunks) * wp;
+    let (r_end, chunk) = flat_chunks(g, [hp, wp], (cols, half, nmxu));
     let mut jobs: Vec<Job> = Vec::new();
-    for r0 in (0..r_end).step_by(chunk) {
+    // Per chunk: (first padded row, rows, staging buffer, last job).
+    let mut done: Vec<(usize, usize, usize, usize)> = Vec::new();
+    for (ci, r0) in (0..r_end).step_by(chunk).enumerate() {
         let mm = chunk.min(r_end - r0);
+        let stage = match sink {
+            Sink::Staged { bufs, .. } => ci % bufs.len(),
+            Sink::Rows(_) => 0,
+        };
         for n0 in (0..o).step_by(cols) {
             let nn = cols.min(o - n0);
             let q = jobs.len() % nmxu;
@@ -496,24 +491,99 @@ fn flat_jobs(
                     first = false;
                 }
             }
-            // The real output rows of this chunk.
-            for rr in (r0..r0 + mm).step_by(wp) {
-                let (b, y) = (rr / wp / hp, rr / wp % hp);
-                if y >= ho_n {
-                    continue;
+            match sink {
+                // The real output rows of this chunk, one store each.
+                Sink::Rows(acc) => {
+                    for rr in (r0..r0 + mm).step_by(wp) {
+                        let (b, y) = (rr / wp / hp, rr / wp % hp);
+                        if y >= ho_n {
+                            continue;
+                        }
+                        ops.push(MxuOp::St {
+                            addr: acc.addr + ((((b * ho_n + y) * wo_n) * o + n0) * 4) as u64,
+                            m: wo_n,
+                            n: nn,
+                            stride: o * 4,
+                            base: base + (rr - r0) as u64,
+                        });
+                    }
                 }
-                ops.push(MxuOp::St {
-                    addr: acc.addr + ((((b * ho_n + y) * wo_n) * o + n0) * 4) as u64,
-                    m: wo_n,
+                // The whole chunk with one store (a store holds the MXU's front end for its
+                // rows; one per real row would stall the next job's matmuls).
+                Sink::Staged { bufs, .. } => ops.push(MxuOp::St {
+                    addr: bufs[stage] + (n0 * 4) as u64,
+                    m: mm,
                     n: nn,
                     stride: o * 4,
-                    base: base + (rr - r0) as u64,
-                });
+                    base,
+                }),
             }
             jobs.push(Job { mxu: q as u8, ops });
         }
+        done.push((r0, mm, stage, jobs.len() - 1));
     }
-    emit_job_list(l, &jobs, plan.mode);
+    let Sink::Staged { out, .. } = sink else {
+        emit_job_list(l, &jobs, plan.mode);
+        return;
+    };
+    // One group of jobs (one per MXU) at a time; a chunk's staging buffer is handed to `out`
+    // one group after its last job (the sequencer no longer waits for its stores then), or
+    // before a later chunk stores into the same buffer.
+    let mut next = 0;
+    let mut ci = 0;
+    for (gi, group) in jobs.chunks(nmxu).enumerate() {
+        let hi = (gi + 1) * nmxu;
+        while ci < done.len() && done[ci].3 < hi {
+            while next < ci && done[next..ci].iter().any(|d| d.2 == done[ci].2) {
+                let (r0, mm, st, _) = done[next];
+                out(l, st, r0, mm);
+                next += 1;
+            }
+            ci += 1;
+        }
+        emit_job_list(l, group, plan.mode);
+        while next < done.len() && done[next].3 < gi * nmxu {
+            let (r0, mm, st, _) = done[next];
+            out(l, st, r0, mm);
+            next += 1;
+        }
+    }
+    for &(r0, mm, st, _) in &done[next..] {
+        out(l, st, r0, mm);
+    }
+}
+
+/// Where [`flat_jobs`] puts its results.
+pub(crate) enum Sink<'s> {
+    /// Each real output row with its own `mxu.st` into the canonical result.
+    Rows(&'s Buf),
+    /// Each job's whole chunk (the dropped rows too) with one `mxu.st` into a staging buffer
+    /// `[rows][O]` (chunk `i` in buffer `i mod len`), handed to `out(l, buffer, first padded
+    /// row, rows)` one group of jobs later.
+    Staged {
+        bufs: Vec<u64>,
+        out: &'s mut dyn FnMut(&mut Lowerer<'_>, usize, usize, usize),
+    },
+}
+
+/// `(rows to compute, rows per chunk)` of [`flat_jobs`]: rows up to the last real output;
+/// chunks of whole padded rows, as many as fill the MXUs evenly (jobs a multiple of the MXU
+/// count where chunks stay within half the accumulators).
+fn flat_chunks(
+    g: &Direct,
+    [hp, wp]: [usize; 2],
+    (cols, half, nmxu): (usize, usize, usize),
+) -> (usize, usize) {
+    let [ho_n, wo_n] = g.out_sp;
+    let r_end = ((g.n - 1) * hp + ho_n - 1) * wp + wo_n;
+    let prow = r_end.div_ceil(wp);
+    let otiles = g.o.div_ceil(cols);
+    let per = (half / wp).max(1);
+    let mut nchunks = prow.div_ceil(per);
+    while (nchunks * otiles) % nmxu.max(1) != 0 && nchunks < prow {
+        nchunks += 1;
+    }
+    (r_end, prow.div_ceil(nchunks) * wp)
 }
 
 /// Direct convolution one output row per matmul (any stride): for each window tap and `C`
@@ -679,6 +749,34 @@ fn stream_geometry(c: &hlo::Computation, inst: &hlo::Instruction) -> Option<Dire
     })
 }
 
+/// Buffers of a streamed convolution whose largest share is `(_, nb, _, no)`: padded input,
+/// kernel columns, and staging buffers of one chunk (`2 × mxu.count` of them, fewer if there
+/// are fewer chunks).
+fn stream_sizes(
+    g: &Direct,
+    (_, nb, _, no): (usize, usize, usize, usize),
+    a: &arch::ArchConfig,
+) -> Vec<u64> {
+    let hp = g.in_sp[0] + (g.win[0].pad_lo + g.win[0].pad_hi) as usize;
+    let wp = g.in_sp[1] + (g.win[1].pad_lo + g.win[1].pad_hi) as usize;
+    let half = (a.mxu.acc_rows as usize / 2).max(1);
+    let nmxu = a.mxu.count as usize;
+    let share = Direct {
+        n: nb.max(1),
+        o: no.max(1),
+        ..g.clone()
+    };
+    let (r_end, chunk) = flat_chunks(&share, [hp, wp], (a.mxu.cols as usize, half, nmxu));
+    let stage = ((half / wp).max(1) * wp * no * 4).div_ceil(64) as u64 * 64;
+    let nbufs = (2 * nmxu).min(r_end.div_ceil(chunk)).max(1);
+    let mut v = vec![
+        (nb * hp * wp * g.c * 2) as u64,
+        (g.k_sp[0] * g.k_sp[1] * g.c * no * 2) as u64,
+    ];
+    v.extend(std::iter::repeat_n(stage, nbufs));
+    v
+}
+
 /// Whether convolution `h` can be streamed from HBM on every core ([`StreamConv`]) of
 /// `arch`: the flattened-row lowering applies and one core's buffers fit in half its VMEM.
 pub fn streamable(
@@ -694,13 +792,13 @@ pub fn streamable(
     };
     let half = (arch.mxu.acc_rows as usize / 2).max(1);
     let wp = g.in_sp[1] + (g.win[1].pad_lo + g.win[1].pad_hi) as usize;
-    let hp = g.in_sp[0] + (g.win[0].pad_lo + g.win[0].pad_hi) as usize;
     let cores = arch.cores_per_chip.max(1) as usize;
     let nb = g.n.div_ceil(cores);
-    let need = nb * hp * wp * g.c * 2
-        + g.k_sp[0] * g.k_sp[1] * g.c * g.o * 2
-        + nb * g.out_sp[0] * g.out_sp[1] * g.o * 4;
-    if wp > half || g.c * 2 >= 1 << 20 || g.o * 4 >= 1 << 20 || need as u64 > arch.vmem.bytes / 2 {
+    let need: u64 = stream_sizes(&g, (0, nb, 0, g.o), arch)
+        .iter()
+        .map(|x| x.div_ceil(64) * 64)
+        .sum();
+    if wp > half || g.c * 2 >= 1 << 20 || g.o * 4 >= 1 << 20 || need > arch.vmem.bytes / 2 {
         return false;
     }
     let (x, k) = (&c.insts[inst.operands[0]], &c.insts[inst.operands[1]]);
@@ -776,15 +874,8 @@ impl StreamConv {
 
     /// Sizes of the buffers [`StreamConv::emit`] asks for, in order: padded input, kernel
     /// columns, result share (the largest share of any core).
-    pub fn buffer_sizes(&self, cores: usize) -> Vec<u64> {
-        let g = &self.g;
-        let [hp, wp] = self.padded();
-        let (_, nb, _, no) = self.share(0, cores);
-        vec![
-            (nb * hp * wp * g.c * 2) as u64,
-            (g.k_sp[0] * g.k_sp[1] * g.c * no * 2) as u64,
-            (nb * g.out_sp[0] * g.out_sp[1] * no * 4) as u64,
-        ]
+    pub fn buffer_sizes(&self, l: &Lowerer<'_>, cores: usize) -> Vec<u64> {
+        stream_sizes(&self.g, self.share(0, cores), l.arch)
     }
 
     /// Emits core `core`'s share (of `cores`), with buffers from `alloc`.
@@ -796,8 +887,13 @@ impl StreamConv {
         alloc: &mut dyn FnMut(u64) -> CResult<u64>,
     ) -> CResult<()> {
         let g = &self.g;
-        let sizes = self.buffer_sizes(cores);
-        let (xa, ka, aa) = (alloc(sizes[0])?, alloc(sizes[1])?, alloc(sizes[2])?);
+        let sizes = self.buffer_sizes(l, cores);
+        let (xa, ka) = (alloc(sizes[0])?, alloc(sizes[1])?);
+        // Staging buffers, one chunk of results each.
+        let mut bufs = Vec::with_capacity(sizes.len() - 2);
+        for &sz in &sizes[2..] {
+            bufs.push(alloc(sz)?);
+        }
         let (b0, nb, o0, no) = self.share(core, cores);
         if nb == 0 || no == 0 {
             return Ok(());
@@ -815,7 +911,6 @@ impl StreamConv {
         };
         let padded = buf(xa, ElementType::BF16, vec![nb, hp, wp, c]);
         let kernel = buf(ka, ElementType::BF16, vec![kh_n, kw_n, c, no]);
-        let acc = buf(aa, ElementType::F32, vec![nb, ho_n, wo_n, no]);
         // Zero padding, then each image's rows from HBM into the padded interior.
         if hp != h_in || wp != w_in {
             let t = l.vty(ElementType::BF16)?;
@@ -886,41 +981,111 @@ impl StreamConv {
             g.win[0].rhs_dilate.max(1) as usize,
             g.win[1].rhs_dilate.max(1) as usize,
         );
+        // Each chunk's real rows from its staging buffer `[rows][no]` to HBM as the chunk is
+        // done, overlapping later chunks' compute: per image, the run of its real padded rows
+        // in the chunk (their first `Wo` pixels) in one strided copy (two-dimensional when
+        // the core has only some of the features).
+        let out = self.out;
+        let mut sink_out = |l: &mut Lowerer<'_>, st: usize, r0: usize, mm: usize| {
+            let mut rr = r0;
+            while rr < r0 + mm {
+                let (b, y) = (rr / wp / hp, rr / wp % hp);
+                if y >= ho_n {
+                    rr += wp;
+                    continue;
+                }
+                let ny = (ho_n - y).min((r0 + mm - rr).div_ceil(wp));
+                let src = bufs[st] + ((rr - r0) * no * 4) as u64;
+                let dst_px = ((b0 + b) * ho_n + y) * wo_n;
+                if no == o {
+                    l.dma_strided(
+                        (isa::Space::Hbm, out + (dst_px * o * 4) as u64),
+                        (isa::Space::Vmem, src),
+                        (wo_n * o * 4) as u64,
+                        ny as u64,
+                        (wp * no * 4) as u64,
+                        (wo_n * o * 4) as u64,
+                    );
+                } else {
+                    dma_2d(
+                        l,
+                        (isa::Space::Hbm, out + ((dst_px * o + o0) * 4) as u64),
+                        (isa::Space::Vmem, src),
+                        (no * 4) as u64,
+                        (wo_n as u32, (no * 4) as i64, (o * 4) as i64),
+                        (ny as u32, (wp * no * 4) as i64, (wo_n * o * 4) as i64),
+                    );
+                }
+                rr += ny * wp;
+            }
+        };
+        let stages = bufs.clone();
         flat_jobs(
             l,
             &plan,
-            &acc,
+            &mut Sink::Staged {
+                bufs: stages,
+                out: &mut sink_out,
+            },
             &share,
             [hp, wp],
             (dh, dw),
             (rows, cols, half, nmxu, 2),
         );
-        // The share of the result to HBM.
-        let pix = (nb * ho_n * wo_n) as u64;
-        if no == o {
-            let dst = self.out + (b0 * ho_n * wo_n * o * 4) as u64;
-            l.dma(
-                (isa::Space::Hbm, dst),
-                (isa::Space::Vmem, aa),
-                pix * (o * 4) as u64,
-            )?;
-        } else {
-            let per = pix.div_ceil(pieces as u64);
-            for p0 in (0..pix).step_by(per as usize) {
-                let np = per.min(pix - p0);
-                l.dma_strided(
-                    (
-                        isa::Space::Hbm,
-                        self.out + ((p0 as usize * o + o0) * 4) as u64,
-                    ),
-                    (isa::Space::Vmem, aa + (p0 as usize * no * 4) as u64),
-                    (no * 4) as u64,
-                    np,
-                    (no * 4) as u64,
-                    (o * 4) as u64,
-                );
-            }
-        }
         Ok(())
     }
+}
+
+/// One `dma.copy` of `len`-byte runs over two outer dimensions `(count, src step, dst step)`,
+/// innermost first.
+fn dma_2d(
+    l: &mut Lowerer<'_>,
+    dst: (isa::Space, u64),
+    src: (isa::Space, u64),
+    len: u64,
+    inner: (u32, i64, i64),
+    outer: (u32, i64, i64),
+) {
+    let desc = l.e.b.dma_desc(isa::DmaDesc {
+        len: len as u32,
+        dims: vec![
+            isa::DmaDim {
+                count: inner.0,
+                src_stride: inner.1,
+                dst_stride: inner.2,
+            },
+            isa::DmaDim {
+                count: outer.0,
+                src_stride: outer.1,
+                dst_stride: outer.2,
+            },
+        ],
+    });
+    let side = |(space, start): (isa::Space, u64), step: i64, outer_step: i64| {
+        (0..outer.0 as u64)
+            .map(|k| Access {
+                space,
+                start: start + k * outer_step as u64,
+                row_bytes: len,
+                stride: (step as u64).max(len),
+                rows: inner.0 as u64,
+            })
+            .collect::<Vec<_>>()
+    };
+    let reads = side(src, inner.1, outer.1);
+    let writes = side(dst, inner.2, outer.2);
+    let d = l.e.memref(dst.0, dst.1);
+    let s = l.e.memref(src.0, src.1);
+    l.e.unit(
+        Inst::DmaCopy {
+            dst: d,
+            src: s,
+            desc,
+            wait: None,
+            signal: None,
+        },
+        Queue::Dma,
+        &reads,
+        &writes,
+    );
 }

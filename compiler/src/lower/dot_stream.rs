@@ -603,7 +603,7 @@ impl Streamed {
     pub fn buffer_sizes(&self, l: &Lowerer<'_>, cores: usize) -> Vec<u64> {
         match self {
             Streamed::Dot(d) => d.buffer_sizes(l, cores),
-            Streamed::Conv(c) => c.buffer_sizes(cores),
+            Streamed::Conv(c) => c.buffer_sizes(l, cores),
         }
     }
 
