@@ -8,7 +8,9 @@
 //! `[(tap.., c), o]`; [`super::dot::matmul`] multiplies them into the canonical result
 //! `[N/BG, out.., O]`, which is finally permuted to the declared output layout. Semantics as
 //! the evaluator's (`hlo::eval::linalg::conv`). The tables cost VMEM and DMA (4 bytes per
-//! patch element): large layers need a direct lowering (strided MXU operands), not built yet.
+//! patch element), so large 2-D layers take the direct lowering (`direct`: stride 1 over
+//! flattened padded rows, `flat_jobs`), and stride-1 bf16 layers of entry parameters whose
+//! result is the module's are streamed from HBM on every core ([`StreamConv`]).
 
 use super::dot::{emit_job_list, matmul, prepare, Job, MxuOp};
 use super::emit::{Access, Queue};
@@ -670,7 +672,7 @@ fn per_row_jobs(
 /// the module's result. Each core takes a share of the images, or of the output features when
 /// that moves fewer bytes (a large kernel over few pixels), copies its input rows from HBM
 /// straight into a zero-padded VMEM buffer and its kernel columns into VMEM, runs the
-/// flattened-row jobs ([`flat_jobs`]) on its MXUs and writes its share of the result to HBM.
+/// flattened-row jobs (`flat_jobs`) on its MXUs and writes its share of the result to HBM.
 #[derive(Clone, Debug)]
 pub struct StreamConv {
     /// HLO instruction name (symbol of the emitted code).

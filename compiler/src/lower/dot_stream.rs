@@ -6,15 +6,17 @@
 //! waits for another, the result is written straight to its HBM output slot, and the work can
 //! be split across cores without cross-core synchronization.
 //!
-//! Tiling (per core): the result is cut into tiles of `Mc × Nc` (`Mc` = half the accumulator
-//! rows, `Nc` = `mxu.count × mxu.cols`); tiles go to cores round-robin. A tile is computed in
-//! `K` steps of `Kb = mxu.rows`: a strided DMA brings the `Mc × Kb` block of `lhs` and the
-//! `Kb × Nc` block of `rhs` into VMEM (triple-buffered: the DMA of step `s+1` is issued before
-//! the matmuls of step `s`, into a buffer last read at step `s-2`), then each MXU loads its
-//! `Kb × cols` slice of weights and streams the `Mc` rows through it, accumulating in its half
-//! of the accumulators. The tile's accumulators go to VMEM with `mxu.st` and to HBM with one
-//! strided DMA, emitted two steps into the next tile so the sequencer never waits on a store
-//! while the MXUs have nothing queued; accumulator halves alternate between tiles.
+//! Chunks: the result is cut into chunks of `Mc` rows × `Nc = mxu.count × mxu.cols` columns,
+//! listed batch, panel of columns, rows, and cut into one contiguous run per core (so a
+//! core's consecutive chunks share their `rhs` panel, which stays in VMEM). `Mc` halves from
+//! half the accumulator rows while a core has too few chunks for its result writes to overlap
+//! its compute (and the writes are long enough to matter); the core's last chunk gets a short
+//! tail. `K` goes in DMA blocks (a first block of one weight load, then blocks with rows of at
+//! least 512 bytes); a job is one block of one chunk: every MXU loads its weights for each
+//! `mxu.rows` of it and streams the chunk's rows. Blocks are loaded `depth` jobs ahead (the
+//! DMA latency in jobs of compute), the first job's alone. After a chunk's last job its
+//! accumulators go to a result buffer (`mxu.st`) and to HBM with one strided DMA a few jobs
+//! later. docs/compiler.md ("Dots on the MXUs") has the reasons and measurements.
 
 use super::dot::{emit_op, MxuOp};
 use super::Lowerer;
@@ -85,7 +87,7 @@ struct Bufs {
 const DEFER: usize = 3;
 /// Chunks a core should get at least, so result writes overlap later chunks' compute.
 const MIN_CHUNKS_PER_CORE: usize = 4;
-/// Chunks in flight at once (see [`StreamDot::schedule`]; 1: one chunk after the other).
+/// Chunks in flight at once (see `StreamDot::schedule`; 1: one chunk after the other).
 const WAVEFRONT: usize = 1;
 /// Bytes of an HBM row below which a DMA's rate is set by its request count.
 const MIN_RUN_BYTES: usize = 512;

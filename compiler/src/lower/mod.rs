@@ -8,7 +8,8 @@
 //! operand's buffer. At the end the result's arrays are copied to their HBM slots. A module
 //! whose live values do not fit VMEM is refused (streaming operands from HBM is future work).
 //!
-//! Work goes to core 0 of the chip; the other cores halt at once. Per-op lowering lives in
+//! Work goes to core 0 of the chip; the other cores halt at once, except for their shares of
+//! dots and convolutions streamed from HBM ([`dot_stream`]). Per-op lowering lives in
 //! [`elementwise`], [`movement`], [`reduce`] and [`dot`]; ordering between units is the
 //! [`emit::Emitter`]'s job.
 
