@@ -297,7 +297,7 @@ fn the_trace_has_a_track_per_ici_link_with_its_transfers() {
 fn the_report_names_the_bottleneck_with_its_roofline_numbers() {
     // On tpu-v4 a 4096^3 bf16 GEMM is compute-bound; a 1024^3 one is below the ridge point
     // (arithmetic intensity 204.8 FLOP/B against 229.4: memory-bound, as docs/compiler.md
-    // explains its 0.51 utilization); an 8-chip ring all-reduce of 16 MiB is interconnect-bound.
+    // explains its utilization); an 8-chip ring all-reduce of 16 MiB is interconnect-bound.
     let j = report(&["run", "tests/chip/gemm_bf16_4096.hlo", "--timing-only"]);
     assert_eq!(
         j["roofline"]["verdict"], "compute-bound",

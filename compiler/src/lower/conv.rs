@@ -8,7 +8,9 @@
 //! `[(tap.., c), o]`; [`super::dot::matmul`] multiplies them into the canonical result
 //! `[N/BG, out.., O]`, which is finally permuted to the declared output layout. Semantics as
 //! the evaluator's (`eval::linalg::conv`). The tables cost VMEM and DMA (4 bytes per
-//! patch element): large layers need a direct lowering (strided MXU operands), not built yet.
+//! patch element), so large 2-D layers take the direct lowering (`direct`: stride 1 over
+//! flattened padded rows, `flat_jobs`), and stride-1 bf16 layers of entry parameters whose
+//! result is the module's are streamed from HBM on every core ([`StreamConv`]).
 
 use super::dot::{emit_job_list, matmul, prepare, Job, MxuOp};
 use super::emit::{Access, Queue};
@@ -271,7 +273,8 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
 }
 
 /// Geometry of a 2-D convolution for the direct lowering.
-struct Direct {
+#[derive(Clone, Debug)]
+pub struct Direct {
     n: usize,
     c: usize,
     o: usize,
@@ -380,6 +383,233 @@ fn direct(
         g.win[0].rhs_dilate.max(1) as usize,
         g.win[1].rhs_dilate.max(1) as usize,
     );
+    if sh == 1 && sw == 1 && wp <= half && c * iw < 1 << 20 && o * 4 < 1 << 20 {
+        flat_jobs(
+            l,
+            &plan,
+            &mut Sink::Rows(&acc),
+            g,
+            [hp, wp],
+            (dh, dw),
+            (rows, cols, half, nmxu, iw),
+        );
+    } else {
+        per_row_jobs(
+            l,
+            &plan,
+            &acc,
+            g,
+            [hp, wp],
+            [sh, sw],
+            (dh, dw),
+            (rows, cols, half, nmxu, iw),
+        )?;
+    }
+    if plan.acc_ty != ty {
+        l.convert(&result, &acc.with_dims(result.dims.clone()))?;
+    }
+    if out_identity {
+        return Ok(result);
+    }
+    let mut inv = vec![0; op.len()];
+    for (j, &d) in op.iter().enumerate() {
+        inv[d] = j;
+    }
+    let out = l.new_buf(h, ty, out_dims)?;
+    l.permute_into(&out, &result.with_dims(canon_dims), &inv)?;
+    Ok(out)
+}
+
+/// Stride-1 direct convolution over flattened rows: output `(b, y, x)` of the padded grid
+/// is row `r = (b·Hp + y)·Wp + x`, and tap `(kh, kw)` of every row reads the input at
+/// `(r + kh·dh·Wp + kw·dw)·C`: one MXU row stride (`C`) for the whole batch. A matmul then
+/// streams up to half the accumulators of rows (whole padded rows; the `Wp − Wo` columns and
+/// `Hp − Ho` rows of each image are computed and dropped) per weight load, instead of one
+/// output row, so the weight port no longer sets the pace on small images. With `dw = 1` the
+/// taps of one kernel row are adjacent in both the input row and the canonical kernel
+/// `[kh][kw][c][o]`, so `(kw, c)` is one contraction run of `kw·C` (a 3×3 layer with 64
+/// channels fills 128-row weight tiles instead of using half of each). Each output row leaves
+/// the accumulators with its own `mxu.st` (all at the end of the job: one drain).
+#[allow(clippy::too_many_arguments)]
+fn flat_jobs(
+    l: &mut Lowerer<'_>,
+    plan: &super::dot::MxuPlan,
+    sink: &mut Sink<'_>,
+    g: &Direct,
+    [hp, wp]: [usize; 2],
+    (dh, dw): (usize, usize),
+    (rows, cols, half, nmxu, iw): (usize, usize, usize, usize, usize),
+) {
+    let [kh_n, kw_n] = g.k_sp;
+    let [ho_n, wo_n] = g.out_sp;
+    let (c, o) = (g.c, g.o);
+    // Contraction runs (input element offset, kernel row, length), cut into weight tiles.
+    let mut runs = Vec::new();
+    for kh in 0..kh_n {
+        if dw == 1 {
+            runs.push((kh * dh * wp * c, kh * kw_n * c, kw_n * c));
+        } else {
+            for kw in 0..kw_n {
+                runs.push(((kh * dh * wp + kw * dw) * c, (kh * kw_n + kw) * c, c));
+            }
+        }
+    }
+    let mut ktiles = Vec::new();
+    for (off, kr, len) in runs {
+        for t0 in (0..len).step_by(rows) {
+            ktiles.push((off + t0, kr + t0, rows.min(len - t0)));
+        }
+    }
+    let (r_end, chunk) = flat_chunks(g, [hp, wp], (cols, half, nmxu));
+    let mut jobs: Vec<Job> = Vec::new();
+    // Per chunk: (first padded row, rows, staging buffer, last job).
+    let mut done: Vec<(usize, usize, usize, usize)> = Vec::new();
+    for (ci, r0) in (0..r_end).step_by(chunk).enumerate() {
+        let mm = chunk.min(r_end - r0);
+        let stage = match sink {
+            Sink::Staged { bufs, .. } => ci % bufs.len(),
+            Sink::Rows(_) => 0,
+        };
+        for n0 in (0..o).step_by(cols) {
+            let nn = cols.min(o - n0);
+            let q = jobs.len() % nmxu;
+            let base = (l.mxu_jobs[q] % 2) * half as u64;
+            l.mxu_jobs[q] += 1;
+            let mut ops = Vec::new();
+            let mut first = true;
+            for &(li, ri) in &plan.passes {
+                let (xp, wpart) = (&plan.lparts[li], &plan.rparts[ri]);
+                for &(off, kr, kk) in &ktiles {
+                    ops.push(MxuOp::Ldw {
+                        addr: wpart.addr + ((kr * o + n0) * iw) as u64,
+                        k: kk,
+                        n: nn,
+                        stride: o * iw,
+                    });
+                    ops.push(MxuOp::Matmul {
+                        addr: xp.addr + ((r0 * c + off) * iw) as u64,
+                        m: mm,
+                        k: kk,
+                        stride: c * iw,
+                        base,
+                        accumulate: !first,
+                    });
+                    l.stats.mxu_macs += (mm * rows * cols) as u64;
+                    first = false;
+                }
+            }
+            match sink {
+                // The real output rows of this chunk, one store each.
+                Sink::Rows(acc) => {
+                    for rr in (r0..r0 + mm).step_by(wp) {
+                        let (b, y) = (rr / wp / hp, rr / wp % hp);
+                        if y >= ho_n {
+                            continue;
+                        }
+                        ops.push(MxuOp::St {
+                            addr: acc.addr + ((((b * ho_n + y) * wo_n) * o + n0) * 4) as u64,
+                            m: wo_n,
+                            n: nn,
+                            stride: o * 4,
+                            base: base + (rr - r0) as u64,
+                        });
+                    }
+                }
+                // The whole chunk with one store (a store holds the MXU's front end for its
+                // rows; one per real row would stall the next job's matmuls).
+                Sink::Staged { bufs, .. } => ops.push(MxuOp::St {
+                    addr: bufs[stage] + (n0 * 4) as u64,
+                    m: mm,
+                    n: nn,
+                    stride: o * 4,
+                    base,
+                }),
+            }
+            jobs.push(Job { mxu: q as u8, ops });
+        }
+        done.push((r0, mm, stage, jobs.len() - 1));
+    }
+    let Sink::Staged { out, .. } = sink else {
+        emit_job_list(l, &jobs, plan.mode);
+        return;
+    };
+    // One group of jobs (one per MXU) at a time; a chunk's staging buffer is handed to `out`
+    // one group after its last job (the sequencer no longer waits for its stores then), or
+    // before a later chunk stores into the same buffer.
+    let mut next = 0;
+    let mut ci = 0;
+    for (gi, group) in jobs.chunks(nmxu).enumerate() {
+        let hi = (gi + 1) * nmxu;
+        while ci < done.len() && done[ci].3 < hi {
+            while next < ci && done[next..ci].iter().any(|d| d.2 == done[ci].2) {
+                let (r0, mm, st, _) = done[next];
+                out(l, st, r0, mm);
+                next += 1;
+            }
+            ci += 1;
+        }
+        emit_job_list(l, group, plan.mode);
+        while next < done.len() && done[next].3 < gi * nmxu {
+            let (r0, mm, st, _) = done[next];
+            out(l, st, r0, mm);
+            next += 1;
+        }
+    }
+    for &(r0, mm, st, _) in &done[next..] {
+        out(l, st, r0, mm);
+    }
+}
+
+/// Where [`flat_jobs`] puts its results.
+pub(crate) enum Sink<'s> {
+    /// Each real output row with its own `mxu.st` into the canonical result.
+    Rows(&'s Buf),
+    /// Each job's whole chunk (the dropped rows too) with one `mxu.st` into a staging buffer
+    /// `[rows][O]` (chunk `i` in buffer `i mod len`), handed to `out(l, buffer, first padded
+    /// row, rows)` one group of jobs later.
+    Staged {
+        bufs: Vec<u64>,
+        out: &'s mut dyn FnMut(&mut Lowerer<'_>, usize, usize, usize),
+    },
+}
+
+/// `(rows to compute, rows per chunk)` of [`flat_jobs`]: rows up to the last real output;
+/// chunks of whole padded rows, as many as fill the MXUs evenly (jobs a multiple of the MXU
+/// count where chunks stay within half the accumulators).
+fn flat_chunks(
+    g: &Direct,
+    [hp, wp]: [usize; 2],
+    (cols, half, nmxu): (usize, usize, usize),
+) -> (usize, usize) {
+    let [ho_n, wo_n] = g.out_sp;
+    let r_end = ((g.n - 1) * hp + ho_n - 1) * wp + wo_n;
+    let prow = r_end.div_ceil(wp);
+    let otiles = g.o.div_ceil(cols);
+    let per = (half / wp).max(1);
+    let mut nchunks = prow.div_ceil(per);
+    while (nchunks * otiles) % nmxu.max(1) != 0 && nchunks < prow {
+        nchunks += 1;
+    }
+    (r_end, prow.div_ceil(nchunks) * wp)
+}
+
+/// Direct convolution one output row per matmul (any stride): for each window tap and `C`
+/// tile the weights are loaded once and every output row `(n, ho)` of the chunk streams its
+/// `Wo` input rows through them.
+#[allow(clippy::too_many_arguments)]
+fn per_row_jobs(
+    l: &mut Lowerer<'_>,
+    plan: &super::dot::MxuPlan,
+    acc: &Buf,
+    g: &Direct,
+    [hp, wp]: [usize; 2],
+    [sh, sw]: [usize; 2],
+    (dh, dw): (usize, usize),
+    (rows, cols, half, nmxu, iw): (usize, usize, usize, usize, usize),
+) -> CResult<()> {
+    let [kh_n, kw_n] = g.k_sp;
+    let [ho_n, wo_n] = g.out_sp;
+    let (n, c, o) = (g.n, g.c, g.o);
     if wo_n > half || sw * c * iw >= 1 << 20 || o * 4 >= 1 << 20 {
         return Err(l.unsupported("a convolution whose output row exceeds half the accumulators"));
     }
@@ -439,17 +669,430 @@ fn direct(
         }
     }
     emit_job_list(l, &jobs, plan.mode);
-    if plan.acc_ty != ty {
-        l.convert(&result, &acc.with_dims(result.dims.clone()))?;
+    Ok(())
+}
+
+/// A stride-1 bf16 convolution streamed from HBM on every core (like a streamed dot): both
+/// operands are entry parameters in `b01f` / `01io` layout, the `f32` result (`b01f`) is only
+/// the module's result. Each core takes a share of the images, or of the output features when
+/// that moves fewer bytes (a large kernel over few pixels), copies its input rows from HBM
+/// straight into a zero-padded VMEM buffer and its kernel columns into VMEM, runs the
+/// flattened-row jobs (`flat_jobs`) on its MXUs and writes its share of the result to HBM.
+#[derive(Clone, Debug)]
+pub struct StreamConv {
+    /// HLO instruction name (symbol of the emitted code).
+    pub name: String,
+    /// HBM address of the input `[N][H][W][C]`.
+    pub lhs: u64,
+    /// HBM address of the kernel `[KH][KW][C][O]`.
+    pub rhs: u64,
+    /// HBM address of the result `[N][Ho][Wo][O]` (f32).
+    pub out: u64,
+    g: Direct,
+    /// Split the output features over the cores (else the images).
+    by_features: bool,
+}
+
+/// The convolution geometry of `inst` if it is a stride-1 2-D bf16 × bf16 → f32 convolution in
+/// `b01f_01io->b01f` layout without groups, base dilation or negative padding.
+fn stream_geometry(c: &hlo::Computation, inst: &hlo::Instruction) -> Option<Direct> {
+    if inst.opcode != Opcode::Convolution || inst.operands.len() != 2 {
+        return None;
     }
-    if out_identity {
-        return Ok(result);
+    let (x, k) = (&c.insts[inst.operands[0]], &c.insts[inst.operands[1]]);
+    let (xs, ks, os) = (
+        x.shape.as_array()?,
+        k.shape.as_array()?,
+        inst.shape.as_array()?,
+    );
+    if (xs.ty, ks.ty, os.ty) != (ElementType::BF16, ElementType::BF16, ElementType::F32)
+        || xs.is_dynamic()
+        || ks.is_dynamic()
+        || xs.dims.len() != 4
+        || ks.dims.len() != 4
+    {
+        return None;
     }
-    let mut inv = vec![0; op.len()];
-    for (j, &d) in op.iter().enumerate() {
-        inv[d] = j;
+    let a = &inst.attrs;
+    let lab = a.dim_labels.as_ref()?;
+    let id = (
+        lab.input_batch,
+        lab.input_spatial.as_slice(),
+        lab.input_feature,
+    ) == (0, &[1, 2][..], 3)
+        && (lab.kernel_spatial.as_slice(), lab.kernel_input_feature) == (&[0, 1][..], 2)
+        && lab.kernel_output_feature == 3
+        && (
+            lab.output_batch,
+            lab.output_spatial.as_slice(),
+            lab.output_feature,
+        ) == (0, &[1, 2][..], 3);
+    if !id || a.feature_group_count.unwrap_or(1) > 1 || a.batch_group_count.unwrap_or(1) > 1 {
+        return None;
     }
-    let out = l.new_buf(h, ty, out_dims)?;
-    l.permute_into(&out, &result.with_dims(canon_dims), &inv)?;
-    Ok(out)
+    let d = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
+    let (xd, kd, od) = (d(&xs.dims), d(&ks.dims), d(&os.dims));
+    let win: Vec<WindowDim> = a.window.clone().unwrap_or_else(|| {
+        kd[..2]
+            .iter()
+            .map(|&k| WindowDim::of_size(k as i64))
+            .collect()
+    });
+    let ok = win.len() == 2
+        && win.iter().all(|w| {
+            w.stride == 1 && w.lhs_dilate <= 1 && w.pad_lo >= 0 && w.pad_hi >= 0 && !w.reversal
+        });
+    if !ok {
+        return None;
+    }
+    Some(Direct {
+        n: xd[0],
+        c: xd[3],
+        o: kd[3],
+        in_sp: [xd[1], xd[2]],
+        k_sp: [kd[0], kd[1]],
+        out_sp: [od[1], od[2]],
+        win: [win[0], win[1]],
+    })
+}
+
+/// Buffers of a streamed convolution whose largest share is `(_, nb, _, no)`: padded input,
+/// kernel columns, and staging buffers of one chunk (`2 × mxu.count` of them, fewer if there
+/// are fewer chunks).
+fn stream_sizes(
+    g: &Direct,
+    (_, nb, _, no): (usize, usize, usize, usize),
+    a: &arch::ArchConfig,
+) -> Vec<u64> {
+    let hp = g.in_sp[0] + (g.win[0].pad_lo + g.win[0].pad_hi) as usize;
+    let wp = g.in_sp[1] + (g.win[1].pad_lo + g.win[1].pad_hi) as usize;
+    let half = (a.mxu.acc_rows as usize / 2).max(1);
+    let nmxu = a.mxu.count as usize;
+    let share = Direct {
+        n: nb.max(1),
+        o: no.max(1),
+        ..g.clone()
+    };
+    let (r_end, chunk) = flat_chunks(&share, [hp, wp], (a.mxu.cols as usize, half, nmxu));
+    let stage = ((half / wp).max(1) * wp * no * 4).div_ceil(64) as u64 * 64;
+    let nbufs = (2 * nmxu).min(r_end.div_ceil(chunk)).max(1);
+    let mut v = vec![
+        (nb * hp * wp * g.c * 2) as u64,
+        (g.k_sp[0] * g.k_sp[1] * g.c * no * 2) as u64,
+    ];
+    v.extend(std::iter::repeat_n(stage, nbufs));
+    v
+}
+
+/// Whether convolution `h` can be streamed from HBM on every core ([`StreamConv`]) of
+/// `arch`: the flattened-row lowering applies and one core's buffers fit in half its VMEM.
+pub fn streamable(
+    m: &hlo::Module,
+    h: InstId,
+    users: &[Vec<InstId>],
+    arch: &arch::ArchConfig,
+) -> bool {
+    let c = m.entry();
+    let inst = &c.insts[h];
+    let Some(g) = stream_geometry(c, inst) else {
+        return false;
+    };
+    let half = (arch.mxu.acc_rows as usize / 2).max(1);
+    let wp = g.in_sp[1] + (g.win[1].pad_lo + g.win[1].pad_hi) as usize;
+    let cores = arch.cores_per_chip.max(1) as usize;
+    let nb = g.n.div_ceil(cores);
+    let need: u64 = stream_sizes(&g, (0, nb, 0, g.o), arch)
+        .iter()
+        .map(|x| x.div_ceil(64) * 64)
+        .sum();
+    if wp > half || g.c * 2 >= 1 << 20 || g.o * 4 >= 1 << 20 || need > arch.vmem.bytes / 2 {
+        return false;
+    }
+    let (x, k) = (&c.insts[inst.operands[0]], &c.insts[inst.operands[1]]);
+    if x.opcode != Opcode::Parameter
+        || k.opcode != Opcode::Parameter
+        || inst.operands[0] == inst.operands[1]
+        || g.n == 0
+        || g.o == 0
+    {
+        return false;
+    }
+    let root = c.root;
+    users[h.index()]
+        .iter()
+        .all(|&u| u == root && c.insts[u].opcode == Opcode::Tuple)
+        || (root == h && users[h.index()].is_empty())
+}
+
+impl StreamConv {
+    /// The plan of streamed convolution `h` (operands at `lhs`, `rhs`, result at `out`).
+    pub fn new(l: &Lowerer<'_>, h: InstId, lhs: u64, rhs: u64, out: u64) -> Option<StreamConv> {
+        let c = l.m.entry();
+        let inst = &c.insts[h];
+        let g = stream_geometry(c, inst)?;
+        let cores = l.arch.cores_per_chip.max(1) as usize;
+        let cols = l.arch.mxu.cols as usize;
+        // Bytes one core reads: its images and the whole kernel, or every image and its
+        // kernel columns (whole MXU tiles of columns per core).
+        let input = g.n * g.in_sp[0] * g.in_sp[1] * g.c * 2;
+        let kernel = g.k_sp[0] * g.k_sp[1] * g.c * g.o * 2;
+        let by_features = cores > 1
+            && g.o % (cores * cols) == 0
+            && input + kernel / cores < input.div_ceil(cores) + kernel;
+        Some(StreamConv {
+            name: inst.name.clone(),
+            lhs,
+            rhs,
+            out,
+            g,
+            by_features,
+        })
+    }
+
+    /// Multiply-adds ×2.
+    pub fn flops(&self) -> u64 {
+        let g = &self.g;
+        2 * (g.n * g.out_sp[0] * g.out_sp[1] * g.k_sp[0] * g.k_sp[1] * g.c * g.o) as u64
+    }
+
+    /// Core `core`'s share: `(first image, images, first feature, features)`.
+    fn share(&self, core: usize, cores: usize) -> (usize, usize, usize, usize) {
+        let cores = cores.max(1);
+        let part = |n: usize| {
+            let (q, r) = (n / cores, n % cores);
+            (core * q + core.min(r), q + usize::from(core < r))
+        };
+        if self.by_features {
+            let (o0, no) = part(self.g.o);
+            (0, self.g.n, o0, no)
+        } else {
+            let (b0, nb) = part(self.g.n);
+            (b0, nb, 0, self.g.o)
+        }
+    }
+
+    fn padded(&self) -> [usize; 2] {
+        let w = &self.g.win;
+        [
+            self.g.in_sp[0] + (w[0].pad_lo + w[0].pad_hi) as usize,
+            self.g.in_sp[1] + (w[1].pad_lo + w[1].pad_hi) as usize,
+        ]
+    }
+
+    /// Sizes of the buffers [`StreamConv::emit`] asks for, in order: padded input, kernel
+    /// columns, result share (the largest share of any core).
+    pub fn buffer_sizes(&self, l: &Lowerer<'_>, cores: usize) -> Vec<u64> {
+        stream_sizes(&self.g, self.share(0, cores), l.arch)
+    }
+
+    /// Emits core `core`'s share (of `cores`), with buffers from `alloc`.
+    pub fn emit(
+        &self,
+        l: &mut Lowerer<'_>,
+        core: usize,
+        cores: usize,
+        alloc: &mut dyn FnMut(u64) -> CResult<u64>,
+    ) -> CResult<()> {
+        let g = &self.g;
+        let sizes = self.buffer_sizes(l, cores);
+        let (xa, ka) = (alloc(sizes[0])?, alloc(sizes[1])?);
+        // Staging buffers, one chunk of results each.
+        let mut bufs = Vec::with_capacity(sizes.len() - 2);
+        for &sz in &sizes[2..] {
+            bufs.push(alloc(sz)?);
+        }
+        let (b0, nb, o0, no) = self.share(core, cores);
+        if nb == 0 || no == 0 {
+            return Ok(());
+        }
+        let [hp, wp] = self.padded();
+        let [h_in, w_in] = g.in_sp;
+        let [kh_n, kw_n] = g.k_sp;
+        let [ho_n, wo_n] = g.out_sp;
+        let (c, o) = (g.c, g.o);
+        let buf = |addr: u64, ty: ElementType, dims: Vec<usize>| Buf {
+            alloc: usize::MAX,
+            addr,
+            ty,
+            dims,
+        };
+        let padded = buf(xa, ElementType::BF16, vec![nb, hp, wp, c]);
+        let kernel = buf(ka, ElementType::BF16, vec![kh_n, kw_n, c, no]);
+        // Zero padding, then each image's rows from HBM into the padded interior.
+        if hp != h_in || wp != w_in {
+            let t = l.vty(ElementType::BF16)?;
+            l.vpu_map(&padded, &[], &mut |d, _, k| Inst::VSplat {
+                dst: d,
+                src: SReg(0),
+                n: k,
+                t,
+                wait: None,
+                signal: None,
+            });
+        }
+        let row = (w_in * c * 2) as u64;
+        let (pl0, pl1) = (g.win[0].pad_lo as usize, g.win[1].pad_lo as usize);
+        for b in 0..nb {
+            let src = self.lhs + ((b0 + b) * h_in * w_in * c * 2) as u64;
+            let dst = xa + (((b * hp + pl0) * wp + pl1) * c * 2) as u64;
+            l.dma_strided(
+                (isa::Space::Vmem, dst),
+                (isa::Space::Hbm, src),
+                row,
+                h_in as u64,
+                row,
+                (wp * c * 2) as u64,
+            );
+        }
+        // The kernel's columns o0..o0+no (whole rows when every column), in pieces over the
+        // DMA engines.
+        let krows = kh_n * kw_n * c;
+        let pieces = (l.arch.dma.engines.max(1) as usize).min(krows);
+        if no == o {
+            l.dma(
+                (isa::Space::Vmem, ka),
+                (isa::Space::Hbm, self.rhs),
+                (krows * o * 2) as u64,
+            )?;
+        } else {
+            let per = krows.div_ceil(pieces);
+            for r0 in (0..krows).step_by(per) {
+                let nr = per.min(krows - r0);
+                l.dma_strided(
+                    (isa::Space::Vmem, ka + (r0 * no * 2) as u64),
+                    (isa::Space::Hbm, self.rhs + ((r0 * o + o0) * 2) as u64),
+                    (no * 2) as u64,
+                    nr as u64,
+                    (o * 2) as u64,
+                    (no * 2) as u64,
+                );
+            }
+        }
+        let plan = super::dot::MxuPlan {
+            mode: arch::MxuDtype::Bf16,
+            acc_ty: ElementType::F32,
+            passes: vec![(0, 0)],
+            lparts: vec![padded],
+            rparts: vec![kernel],
+        };
+        let share = Direct {
+            n: nb,
+            o: no,
+            ..g.clone()
+        };
+        let rows = l.arch.mxu.rows as usize;
+        let cols = l.arch.mxu.cols as usize;
+        let half = (l.arch.mxu.acc_rows as usize / 2).max(1);
+        let nmxu = l.arch.mxu.count as usize;
+        let (dh, dw) = (
+            g.win[0].rhs_dilate.max(1) as usize,
+            g.win[1].rhs_dilate.max(1) as usize,
+        );
+        // Each chunk's real rows from its staging buffer `[rows][no]` to HBM as the chunk is
+        // done, overlapping later chunks' compute: per image, the run of its real padded rows
+        // in the chunk (their first `Wo` pixels) in one strided copy (two-dimensional when
+        // the core has only some of the features).
+        let out = self.out;
+        let mut sink_out = |l: &mut Lowerer<'_>, st: usize, r0: usize, mm: usize| {
+            let mut rr = r0;
+            while rr < r0 + mm {
+                let (b, y) = (rr / wp / hp, rr / wp % hp);
+                if y >= ho_n {
+                    rr += wp;
+                    continue;
+                }
+                let ny = (ho_n - y).min((r0 + mm - rr).div_ceil(wp));
+                let src = bufs[st] + ((rr - r0) * no * 4) as u64;
+                let dst_px = ((b0 + b) * ho_n + y) * wo_n;
+                if no == o {
+                    l.dma_strided(
+                        (isa::Space::Hbm, out + (dst_px * o * 4) as u64),
+                        (isa::Space::Vmem, src),
+                        (wo_n * o * 4) as u64,
+                        ny as u64,
+                        (wp * no * 4) as u64,
+                        (wo_n * o * 4) as u64,
+                    );
+                } else {
+                    dma_2d(
+                        l,
+                        (isa::Space::Hbm, out + ((dst_px * o + o0) * 4) as u64),
+                        (isa::Space::Vmem, src),
+                        (no * 4) as u64,
+                        (wo_n as u32, (no * 4) as i64, (o * 4) as i64),
+                        (ny as u32, (wp * no * 4) as i64, (wo_n * o * 4) as i64),
+                    );
+                }
+                rr += ny * wp;
+            }
+        };
+        let stages = bufs.clone();
+        flat_jobs(
+            l,
+            &plan,
+            &mut Sink::Staged {
+                bufs: stages,
+                out: &mut sink_out,
+            },
+            &share,
+            [hp, wp],
+            (dh, dw),
+            (rows, cols, half, nmxu, 2),
+        );
+        Ok(())
+    }
+}
+
+/// One `dma.copy` of `len`-byte runs over two outer dimensions `(count, src step, dst step)`,
+/// innermost first.
+fn dma_2d(
+    l: &mut Lowerer<'_>,
+    dst: (isa::Space, u64),
+    src: (isa::Space, u64),
+    len: u64,
+    inner: (u32, i64, i64),
+    outer: (u32, i64, i64),
+) {
+    let desc = l.e.b.dma_desc(isa::DmaDesc {
+        len: len as u32,
+        dims: vec![
+            isa::DmaDim {
+                count: inner.0,
+                src_stride: inner.1,
+                dst_stride: inner.2,
+            },
+            isa::DmaDim {
+                count: outer.0,
+                src_stride: outer.1,
+                dst_stride: outer.2,
+            },
+        ],
+    });
+    let side = |(space, start): (isa::Space, u64), step: i64, outer_step: i64| {
+        (0..outer.0 as u64)
+            .map(|k| Access {
+                space,
+                start: start + k * outer_step as u64,
+                row_bytes: len,
+                stride: (step as u64).max(len),
+                rows: inner.0 as u64,
+            })
+            .collect::<Vec<_>>()
+    };
+    let reads = side(src, inner.1, outer.1);
+    let writes = side(dst, inner.2, outer.2);
+    let d = l.e.memref(dst.0, dst.1);
+    let s = l.e.memref(src.0, src.1);
+    l.e.unit(
+        Inst::DmaCopy {
+            dst: d,
+            src: s,
+            desc,
+            wait: None,
+            signal: None,
+        },
+        Queue::Dma,
+        &reads,
+        &writes,
+    );
 }

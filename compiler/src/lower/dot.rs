@@ -418,10 +418,13 @@ pub(crate) fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw
                     signal: None,
                 },
                 Queue::Mxu(q),
+                // Rows may overlap (`stride < k·iw`: a convolution's adjacent window taps);
+                // the simulator's race tracker then takes rows `k·iw` apart, a wider span, so
+                // the emitter orders against that span too and the two agree.
                 &[Access::vmem_rows(
                     addr,
                     (k * iw) as u64,
-                    stride as u64,
+                    stride.max(k * iw) as u64,
                     m as u64,
                 )],
                 &[],

@@ -6,15 +6,17 @@
 //! waits for another, the result is written straight to its HBM output slot, and the work can
 //! be split across cores without cross-core synchronization.
 //!
-//! Tiling (per core): the result is cut into tiles of `Mc × Nc` (`Mc` = half the accumulator
-//! rows, `Nc` = `mxu.count × mxu.cols`); tiles go to cores round-robin. A tile is computed in
-//! `K` steps of `Kb = mxu.rows`: a strided DMA brings the `Mc × Kb` block of `lhs` and the
-//! `Kb × Nc` block of `rhs` into VMEM (triple-buffered: the DMA of step `s+1` is issued before
-//! the matmuls of step `s`, into a buffer last read at step `s-2`), then each MXU loads its
-//! `Kb × cols` slice of weights and streams the `Mc` rows through it, accumulating in its half
-//! of the accumulators. The tile's accumulators go to VMEM with `mxu.st` and to HBM with one
-//! strided DMA, emitted two steps into the next tile so the sequencer never waits on a store
-//! while the MXUs have nothing queued; accumulator halves alternate between tiles.
+//! Chunks: the result is cut into chunks of `Mc` rows × `Nc = mxu.count × mxu.cols` columns,
+//! listed batch, panel of columns, rows, and cut into one contiguous run per core (so a
+//! core's consecutive chunks share their `rhs` panel, which stays in VMEM). `Mc` halves from
+//! half the accumulator rows while a core has too few chunks for its result writes to overlap
+//! its compute (and the writes are long enough to matter); the core's last chunk gets a short
+//! tail. `K` goes in DMA blocks (a first block of one weight load, then blocks with rows of at
+//! least 512 bytes); a job is one block of one chunk: every MXU loads its weights for each
+//! `mxu.rows` of it and streams the chunk's rows. Blocks are loaded `depth` jobs ahead (the
+//! DMA latency in jobs of compute), the first job's alone. After a chunk's last job its
+//! accumulators go to a result buffer (`mxu.st`) and to HBM with one strided DMA a few jobs
+//! later. docs/compiler.md ("Dots on the MXUs") has the reasons and measurements.
 
 use super::dot::{emit_op, MxuOp};
 use super::Lowerer;
@@ -39,60 +41,300 @@ pub struct StreamDot {
     pub mode: MxuDtype,
 }
 
-/// VMEM layout of one core's streaming buffers.
-struct Bufs {
-    a: [u64; 3],
-    b: [u64; 3],
-    c: [u64; 2],
+/// Chunk shape, schedule and buffering of a streamed dot (the same on every core).
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    /// Rows of `lhs` per chunk.
+    mc: usize,
+    /// Result columns per chunk (`mxu.count × mxu.cols` at most).
+    nc: usize,
+    /// `K` rows per weight load (`mxu.rows`).
+    kb: usize,
+    /// `K` per DMA block (a multiple of `kb`; rows of at least 512 bytes where `K` allows).
+    kd: usize,
+    /// Blocks per chunk (`⌈K / kd⌉`).
+    nblk: usize,
+    /// Whether a core keeps the `K × nc` panel of `rhs` in VMEM for all chunks of one
+    /// `(b, n0)` (else every job loads its own block of `rhs`).
+    panel: bool,
+    /// Panel buffers (2: the next panel loads while the last chunks of the previous one run).
+    panels: usize,
+    /// Chunks in flight at once (their accumulators are live together).
+    live: usize,
+    /// Accumulator slots of `mc` rows (`live < slots`).
+    acc_slots: usize,
+    /// Result buffers.
+    cbufs: usize,
+    /// Jobs whose DMAs are issued ahead of the job being computed (`depth + 2` rotating slots).
+    depth: usize,
+    /// `K` of the first block (0: all blocks `kd`).
+    first_block: usize,
+    /// Rows of the extra last chunk of each core (0: none).
+    tail_rows: usize,
 }
 
-const DEFER: usize = 2;
+/// VMEM layout of one core's streaming buffers.
+struct Bufs {
+    /// `depth + 2` rotating blocks of `lhs`.
+    a: Vec<u64>,
+    /// The panel(s) (`panels × nblk` blocks), or `depth + 2` rotating blocks of `rhs`.
+    b: Vec<u64>,
+    c: Vec<u64>,
+}
+
+/// Jobs between a chunk's `mxu.st` and its DMA to HBM (the sequencer waits for the store, so
+/// it waits only once the MXUs have later jobs queued).
+const DEFER: usize = 3;
+/// Chunks a core should get at least, so result writes overlap later chunks' compute.
+const MIN_CHUNKS_PER_CORE: usize = 4;
+/// Chunks in flight at once (see `StreamDot::schedule`; 1: one chunk after the other).
+const WAVEFRONT: usize = 1;
+/// Bytes of an HBM row below which a DMA's rate is set by its request count.
+const MIN_RUN_BYTES: usize = 512;
+
+/// Rows `m0 .. m0 + rows` of batch `b`, result columns from `n0`.
+#[derive(Clone, Copy, Debug)]
+struct Chunk {
+    b: usize,
+    m0: usize,
+    rows: usize,
+    n0: usize,
+}
+
+/// One job: block `s` of chunk `i` (both indices into the core's lists).
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    i: usize,
+    s: usize,
+}
 
 impl StreamDot {
-    /// Tile sizes `(Mc, Nc, Kb)` for `arch`.
-    fn tiles(&self, l: &Lowerer<'_>) -> (usize, usize, usize) {
-        let (_, m, k, n) = self.dims;
-        let half = (l.arch.mxu.acc_rows as usize / 2).max(1);
-        let nc_max = (l.arch.mxu.count * l.arch.mxu.cols) as usize;
-        (
-            half.min(m),
-            nc_max.min(n),
-            (l.arch.mxu.rows as usize).min(k),
-        )
+    /// Chunk shape and schedule for `arch` and `cores` cores: DMA blocks of rows long enough
+    /// for the engine's full rate and loads far enough ahead, made shorter and fewer while
+    /// the buffers do not fit three quarters of VMEM.
+    fn plan(&self, l: &Lowerer<'_>, cores: usize) -> Plan {
+        let iw = self.mode.bytes() as usize;
+        let kb = (l.arch.mxu.rows as usize).min(self.dims.2).max(1);
+        let mut f = MIN_RUN_BYTES.div_ceil(kb * iw).max(1);
+        let mut dmax = 8;
+        loop {
+            let p = self.plan_with(l, cores, f, dmax);
+            let bytes: u64 = self.sizes(&p).iter().map(|x| x.div_ceil(64) * 64).sum();
+            if bytes <= l.arch.vmem.bytes / 4 * 3 || (f == 1 && dmax == 1) {
+                return p;
+            }
+            if f > 1 {
+                f /= 2;
+            } else {
+                dmax -= 1;
+            }
+        }
+    }
+
+    /// [`StreamDot::plan`] with DMA blocks of `f` weight loads and at most `dmax` jobs of
+    /// lookahead.
+    fn plan_with(&self, l: &Lowerer<'_>, cores: usize, f: usize, dmax: usize) -> Plan {
+        let (nb, m, k, n) = self.dims;
+        let a = l.arch;
+        let iw = self.mode.bytes() as usize;
+        let acc = (a.mxu.acc_rows as usize).max(2);
+        let rows = a.mxu.rows as usize;
+        let nc = ((a.mxu.count * a.mxu.cols) as usize).min(n).max(1);
+        let kb = rows.min(k).max(1);
+        let kd = (kb * f).min(k.div_ceil(kb) * kb).max(kb);
+        let first_block = if k > kd { kb } else { 0 };
+        let nblk = usize::from(first_block > 0) + (k - first_block).div_ceil(kd);
+        // Smaller chunks until every core has a few (down to one weight tile of rows): a
+        // chunk's result write then overlaps later chunks' compute and only the last one is
+        // exposed. Each chunk costs one drain of the array (`mxu.st` waits for the matmuls).
+        // Beyond one chunk per core, only while the smaller chunk's write takes longer than a
+        // copy's setup and HBM latency plus the drain of the array an extra chunk costs: tiny
+        // results gain nothing from more chunks.
+        let l_hbm = (a.hbm.latency_ns * a.clock_mhz / 1000.0).ceil() as usize;
+        let overhead = a.dma.setup_cycles as usize + l_hbm + rows + a.mxu.cols as usize;
+        let write = |rows: usize| rows * nc * 4 / (a.dma.bytes_per_cycle.max(1) as usize);
+        let mut mc = (acc / 2).min(m).max(1);
+        let chunks = |mc: usize| nb * m.div_ceil(mc) * n.div_ceil(nc);
+        while mc > rows
+            && (chunks(mc) < cores
+                || (chunks(mc).div_ceil(cores.max(1)) < MIN_CHUNKS_PER_CORE
+                    && write(mc / 2) > overhead))
+        {
+            mc = (mc / 2).max(rows);
+        }
+        let acc_slots = (acc / mc).max(2);
+        // One chunk at a time: a wavefront of several live chunks (each round every live
+        // chunk does its next block, so the first rounds need one block of `rhs`, not a whole
+        // panel) measured slower on tpu-v4 (1024³: 13,765 cycles against 13,347), the more
+        // so the deeper the prefetch: the HBM is shared fairly among copies in flight, so
+        // blocks needed later slow down the one needed now.
+        let live = WAVEFRONT.min(acc_slots - 1).min(nblk).max(1);
+        // Loads run ahead by the time a block's DMA takes (setup, HBM latency, the bytes of
+        // every core at the HBM's rate) in jobs of compute, plus one.
+        let job_cycles = kd.div_ceil(kb) * mc.max(rows);
+        let bw = (a.hbm.gbps * 1000.0 / a.clock_mhz).max(1.0);
+        let l_hbm = l_hbm as f64;
+        let job_bytes = ((mc + nc) * kd * iw * cores.max(1)) as f64;
+        let est = a.dma.setup_cycles as f64 + l_hbm + job_bytes / bw;
+        let depth = ((est / job_cycles.max(1) as f64).ceil() as usize + 1)
+            .clamp(2, 8)
+            .min(dmax)
+            .max(1);
+        let slots = (depth + 2) as u64;
+        let al = |x: usize| (x.div_ceil(64) * 64) as u64;
+        let budget = a.vmem.bytes / 4 * 3;
+        let a_bytes = slots * al(mc * kd * iw);
+        let blk = al(kd * nc * iw);
+        let c = al(mc * nc * 4);
+        let fits = |b: u64, cb: u64| a_bytes + b + cb * c <= budget;
+        let (panel, panels) = if fits(2 * nblk as u64 * blk, 3) {
+            (true, 2)
+        } else if fits(nblk as u64 * blk, 2) {
+            (true, 1)
+        } else {
+            (false, 0)
+        };
+        let b_bytes = if panel {
+            panels as u64 * nblk as u64 * blk
+        } else {
+            slots * blk
+        };
+        let cbufs = if fits(b_bytes, 3) { 3 } else { 2 };
+        Plan {
+            mc,
+            nc,
+            kb,
+            kd,
+            nblk,
+            panel,
+            panels,
+            live,
+            acc_slots,
+            cbufs,
+            depth,
+            first_block,
+            // A short last chunk only where its write would be long.
+            tail_rows: if write(mc) > overhead { rows } else { 0 },
+        }
     }
 
     /// Sizes of the buffers [`StreamDot::emit`] asks for, in order.
-    pub fn buffer_sizes(&self, l: &Lowerer<'_>) -> Vec<u64> {
-        let (mc, nc, kb) = self.tiles(l);
+    pub fn buffer_sizes(&self, l: &Lowerer<'_>, cores: usize) -> Vec<u64> {
+        self.sizes(&self.plan(l, cores))
+    }
+
+    fn sizes(&self, p: &Plan) -> Vec<u64> {
         let iw = self.mode.bytes() as usize;
-        let a = (mc * kb * iw) as u64;
-        let b = (kb * nc * iw) as u64;
-        let c = (mc * nc * 4) as u64;
-        vec![a, a, a, b, b, b, c, c]
+        let a = (p.mc * p.kd * iw) as u64;
+        let b = (p.kd * p.nc * iw) as u64;
+        let c = (p.mc * p.nc * 4) as u64;
+        let slots = p.depth + 2;
+        let nbb = if p.panel { p.panels * p.nblk } else { slots };
+        let mut v = vec![a; slots];
+        v.extend(std::iter::repeat_n(b, nbb));
+        v.extend(std::iter::repeat_n(c, p.cbufs));
+        v
     }
 
     /// VMEM bytes one core needs.
-    pub fn vmem_bytes(&self, l: &Lowerer<'_>) -> u64 {
+    pub fn vmem_bytes(&self, l: &Lowerer<'_>, cores: usize) -> u64 {
         let al = |x: u64| x.div_ceil(64) * 64;
-        self.buffer_sizes(l).into_iter().map(al).sum()
+        self.buffer_sizes(l, cores).into_iter().map(al).sum()
     }
 
-    /// The tiles `(b, m0, n0)` in order.
-    fn tile_list(&self, l: &Lowerer<'_>) -> Vec<(usize, usize, usize)> {
+    /// Core `core`'s chunks `(b, m0, n0)` in order: all chunks, `m` fastest so consecutive
+    /// chunks share their `rhs` panel, cut into `cores` contiguous runs.
+    fn my_chunks(&self, p: &Plan, core: usize, cores: usize) -> Vec<Chunk> {
         let (nb, m, _, n) = self.dims;
-        let (mc, nc, _) = self.tiles(l);
         let mut t = Vec::new();
         for b in 0..nb {
-            for m0 in (0..m).step_by(mc) {
-                for n0 in (0..n).step_by(nc) {
-                    t.push((b, m0, n0));
+            for n0 in (0..n).step_by(p.nc) {
+                for m0 in (0..m).step_by(p.mc) {
+                    t.push(Chunk {
+                        b,
+                        m0,
+                        rows: p.mc.min(m - m0),
+                        n0,
+                    });
                 }
             }
         }
-        t
+        let cores = cores.max(1);
+        let (q, r) = (t.len() / cores, t.len() % cores);
+        let lo = core * q + core.min(r);
+        let hi = lo + q + usize::from(core < r);
+        let mut mine = t[lo..hi].to_vec();
+        // The core's last chunk is cut so that its tail is short: its result write has no
+        // compute left to hide behind.
+        if let Some(last) = mine.last().copied() {
+            let tail = p.tail_rows;
+            if tail > 0 && last.rows >= 2 * tail {
+                let head = Chunk {
+                    rows: last.rows - tail,
+                    ..last
+                };
+                let end = Chunk {
+                    m0: last.m0 + last.rows - tail,
+                    rows: tail,
+                    ..last
+                };
+                mine.pop();
+                mine.push(head);
+                mine.push(end);
+            }
+        }
+        mine
     }
 
-    /// Emits core `core`'s share of the tiles (of `cores`), with buffers from `alloc`.
+    /// The `K` blocks `(k0, len)` of every chunk: a first block of one weight load (the
+    /// first matmuls wait for less data), then blocks of `kd`.
+    fn blocks(&self, p: &Plan) -> Vec<(usize, usize)> {
+        let k = self.dims.2;
+        let mut v = Vec::new();
+        let mut k0 = 0;
+        let first = p.first_block;
+        if first > 0 && first < k {
+            v.push((0, first));
+            k0 = first;
+        }
+        while k0 < k {
+            let len = p.kd.min(k - k0);
+            v.push((k0, len));
+            k0 += len;
+        }
+        v
+    }
+
+    /// The jobs in order: a sliding window of up to `live` chunks, one new chunk admitted per
+    /// round, every live chunk doing its next block each round (a wavefront). Reads spread
+    /// evenly (the first rounds need one block of `rhs`, not a whole panel) and chunks finish
+    /// one per round, so result writes spread too. A chunk of a new panel waits until no live
+    /// chunk uses the panel buffer it needs.
+    fn schedule(p: &Plan, group: &[usize], nblk: usize) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        let mut live: Vec<Job> = Vec::new();
+        let mut next = 0;
+        while next < group.len() || !live.is_empty() {
+            if next < group.len() && live.len() < p.live {
+                let g = group[next];
+                let ok = live
+                    .iter()
+                    .all(|j| group[j.i] + p.panels.max(1) > g && group[j.i] <= g);
+                if ok {
+                    live.push(Job { i: next, s: 0 });
+                    next += 1;
+                }
+            }
+            for j in live.iter_mut() {
+                jobs.push(*j);
+                j.s += 1;
+            }
+            live.retain(|j| j.s < nblk);
+        }
+        jobs
+    }
+
+    /// Emits core `core`'s share of the chunks (of `cores`), with buffers from `alloc`.
     pub fn emit(
         &self,
         l: &mut Lowerer<'_>,
@@ -100,96 +342,146 @@ impl StreamDot {
         cores: usize,
         alloc: &mut dyn FnMut(u64) -> CResult<u64>,
     ) -> CResult<()> {
-        let (mc, nc, kb) = self.tiles(l);
-        let iw = self.mode.bytes() as usize;
-        let a_sz = (mc * kb * iw) as u64;
-        let b_sz = (kb * nc * iw) as u64;
-        let c_sz = (mc * nc * 4) as u64;
-        let bufs = Bufs {
-            a: [alloc(a_sz)?, alloc(a_sz)?, alloc(a_sz)?],
-            b: [alloc(b_sz)?, alloc(b_sz)?, alloc(b_sz)?],
-            c: [alloc(c_sz)?, alloc(c_sz)?],
-        };
-        debug_assert_eq!(
-            self.buffer_sizes(l),
-            vec![a_sz, a_sz, a_sz, b_sz, b_sz, b_sz, c_sz, c_sz]
-        );
-        let (_, m, k, n) = self.dims;
-        let cols = l.arch.mxu.cols as usize;
-        let half = (l.arch.mxu.acc_rows as u64 / 2).max(1);
-        let mine: Vec<_> = self
-            .tile_list(l)
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| i % cores == core)
-            .map(|(_, t)| t)
-            .collect();
-        let ksteps = k.div_ceil(kb);
-        // Every (tile, step) in order; the DMA of the next one is emitted before the compute
-        // of this one.
-        let steps: Vec<(usize, usize)> = (0..mine.len())
-            .flat_map(|t| (0..ksteps).map(move |s| (t, s)))
-            .collect();
-        let mut pending_out: Vec<(usize, usize)> = Vec::new(); // (tile index, steps until emit)
-        if let Some(&(t, s)) = steps.first() {
-            self.load(l, &bufs, 0, mine[t], s, (mc, nc, kb));
+        let p = self.plan(l, cores);
+        let sizes = self.buffer_sizes(l, cores);
+        let mut addrs = Vec::with_capacity(sizes.len());
+        for &sz in &sizes {
+            addrs.push(alloc(sz)?);
         }
-        for (g, &(t, s)) in steps.iter().enumerate() {
-            if let Some(&(t2, s2)) = steps.get(g + 1) {
-                self.load(l, &bufs, (g + 1) % 3, mine[t2], s2, (mc, nc, kb));
+        let slots = p.depth + 2;
+        let nbb = sizes.len() - slots - p.cbufs;
+        let bufs = Bufs {
+            a: addrs[..slots].to_vec(),
+            b: addrs[slots..slots + nbb].to_vec(),
+            c: addrs[slots + nbb..].to_vec(),
+        };
+        let n = self.dims.3;
+        let iw = self.mode.bytes() as usize;
+        let cols = l.arch.mxu.cols as usize;
+        let mine = self.my_chunks(&p, core, cores);
+        // Panel group of each chunk: consecutive chunks of one (b, n0).
+        let mut group = Vec::with_capacity(mine.len());
+        for (i, c) in mine.iter().enumerate() {
+            let g = match i {
+                0 => 0,
+                _ if (mine[i - 1].b, mine[i - 1].n0) == (c.b, c.n0) => group[i - 1],
+                _ => group[i - 1] + 1,
+            };
+            group.push(g);
+        }
+        let blocks = self.blocks(&p);
+        let nblk = blocks.len();
+        let jobs = Self::schedule(&p, &group, nblk);
+        // B slot of job `g`, and whether the job loads it (the first job of its panel group
+        // to use block s; every job without a panel).
+        let mut b_of = Vec::with_capacity(jobs.len());
+        let mut seen = std::collections::HashSet::new();
+        for (g, j) in jobs.iter().enumerate() {
+            if p.panel {
+                let slot = (group[j.i] % p.panels) * nblk + j.s;
+                b_of.push((slot, seen.insert((group[j.i], j.s))));
+            } else {
+                b_of.push((g % slots, true));
             }
-            let (_, m0, n0) = mine[t];
-            let mm = mc.min(m - m0);
-            let ncur = nc.min(n - n0);
-            let kk = kb.min(k - s * kb);
-            let base = (t as u64 % 2) * half;
-            let slot = g % 3;
-            for q in 0..ncur.div_ceil(cols) {
-                let nq = cols.min(ncur - q * cols);
-                let ldw = MxuOp::Ldw {
-                    addr: bufs.b[slot] + (q * cols * iw) as u64,
-                    k: kk,
-                    n: nq,
-                    stride: nc * iw,
-                };
-                emit_op(l, q as u8, &ldw, self.mode, iw);
-                let matmul = MxuOp::Matmul {
-                    addr: bufs.a[slot],
-                    m: mm,
-                    k: kk,
-                    stride: kb * iw,
-                    base,
-                    accumulate: s > 0,
-                };
-                emit_op(l, q as u8, &matmul, self.mode, iw);
-                l.stats.mxu_macs += (mm * l.arch.mxu.rows as usize * cols) as u64;
+        }
+        // The last earlier job that reads the B slot a job loads (it must be emitted before
+        // the load: a panel slot is reused by a later panel).
+        let mut prev_reader = vec![None; jobs.len()];
+        let mut last_reader: std::collections::HashMap<usize, usize> = Default::default();
+        for (g, &(slot, with_b)) in b_of.iter().enumerate() {
+            if with_b {
+                prev_reader[g] = last_reader.get(&slot).copied();
             }
-            if s + 1 == ksteps {
+            last_reader.insert(slot, g);
+        }
+        let mut done_chunks = 0usize;
+        let mut cbuf_of = vec![0usize; mine.len()];
+        let mut pending_out: Vec<(usize, usize)> = Vec::new(); // (chunk, jobs until emit)
+                                                               // Job 0's blocks alone first (the sequencer then waits for them before the first
+                                                               // weight load): the first matmul does not share the HBM with prefetches. Later jobs'
+                                                               // blocks are issued `depth` jobs ahead, into the slot job g - 2 read (long done).
+        let mut loaded = 0;
+        for (g, j) in jobs.iter().enumerate() {
+            let upto = if g == 0 {
+                1
+            } else {
+                (g + p.depth + 1).min(jobs.len())
+            };
+            while loaded < upto && prev_reader[loaded].is_none_or(|r| r < g) {
+                let jl = jobs[loaded];
+                let (bs, with_b) = b_of[loaded];
+                let blk = blocks[jl.s];
+                self.load(l, &bufs, (loaded % slots, bs), mine[jl.i], blk, &p, with_b);
+                loaded += 1;
+            }
+            let c = mine[j.i];
+            let mm = c.rows;
+            let ncur = p.nc.min(n - c.n0);
+            let kdd = blocks[j.s].1;
+            let base = ((j.i % p.acc_slots) * p.mc) as u64;
+            let (aslot, bs) = (g % slots, b_of[g].0);
+            for sub in 0..kdd.div_ceil(p.kb) {
+                let kk = p.kb.min(kdd - sub * p.kb);
+                for q in 0..ncur.div_ceil(cols) {
+                    let nq = cols.min(ncur - q * cols);
+                    let ldw = MxuOp::Ldw {
+                        addr: bufs.b[bs] + ((sub * p.kb * p.nc + q * cols) * iw) as u64,
+                        k: kk,
+                        n: nq,
+                        stride: p.nc * iw,
+                    };
+                    emit_op(l, q as u8, &ldw, self.mode, iw);
+                    let matmul = MxuOp::Matmul {
+                        addr: bufs.a[aslot] + (sub * p.kb * iw) as u64,
+                        m: mm,
+                        k: kk,
+                        stride: p.kd * iw,
+                        base,
+                        accumulate: j.s > 0 || sub > 0,
+                    };
+                    emit_op(l, q as u8, &matmul, self.mode, iw);
+                    l.stats.mxu_macs += (mm * l.arch.mxu.rows as usize * cols) as u64;
+                }
+            }
+            if j.s + 1 == nblk {
                 // Accumulators to VMEM now (same MXU queues: in order after the matmuls).
-                let cbuf = bufs.c[t % 2];
+                cbuf_of[j.i] = done_chunks % p.cbufs;
+                done_chunks += 1;
+                // A write still deferred from this buffer leaves first (short chunks finish
+                // faster than the deferral).
+                while let Some(k) = pending_out
+                    .iter()
+                    .position(|&(i0, _)| cbuf_of[i0] == cbuf_of[j.i])
+                {
+                    let (i0, _) = pending_out.remove(k);
+                    self.store(l, bufs.c[cbuf_of[i0]], mine[i0], &p, None);
+                }
+                let cbuf = bufs.c[cbuf_of[j.i]];
                 for q in 0..ncur.div_ceil(cols) {
                     let st = MxuOp::St {
                         addr: cbuf + (q * cols * 4) as u64,
                         m: mm,
                         n: cols.min(ncur - q * cols),
-                        stride: nc * 4,
+                        stride: p.nc * 4,
                         base,
                     };
                     emit_op(l, q as u8, &st, self.mode, iw);
                 }
-                pending_out.push((t, DEFER));
+                pending_out.push((j.i, DEFER + 1));
             }
-            // Stores to HBM, a few steps later.
-            for p in pending_out.iter_mut() {
-                p.1 = p.1.saturating_sub(1);
+            // Stores to HBM, a few jobs later.
+            for po in pending_out.iter_mut() {
+                po.1 = po.1.saturating_sub(1);
             }
-            while let Some(&(t0, 0)) = pending_out.first() {
-                self.store(l, &bufs, mine[t0], t0, (mc, nc));
+            while let Some(&(i0, 0)) = pending_out.first() {
+                self.store(l, bufs.c[cbuf_of[i0]], mine[i0], &p, None);
                 pending_out.remove(0);
             }
         }
-        for (t0, _) in std::mem::take(&mut pending_out) {
-            self.store(l, &bufs, mine[t0], t0, (mc, nc));
+        // The last chunks' writes: no compute is left to overlap, so one copy per MXU's
+        // columns (each leaves when its MXU's `mxu.st` is done; they use several engines).
+        for (i0, _) in std::mem::take(&mut pending_out) {
+            self.store(l, bufs.c[cbuf_of[i0]], mine[i0], &p, Some(cols));
         }
         Ok(())
     }
@@ -214,63 +506,126 @@ impl StreamDot {
         );
     }
 
+    /// DMAs block `s` of tile `(b0, m0, n0)`: `lhs` into A slot `slots.0` and, if `with_b`,
+    /// `rhs` into B slot `slots.1`.
+    #[allow(clippy::too_many_arguments)]
     fn load(
         &self,
         l: &mut Lowerer<'_>,
         bufs: &Bufs,
-        slot: usize,
-        (b0, m0, n0): (usize, usize, usize),
-        s: usize,
-        (mc, nc, kb): (usize, usize, usize),
+        slots: (usize, usize),
+        c: Chunk,
+        (k0, kk): (usize, usize),
+        p: &Plan,
+        with_b: bool,
     ) {
         let (_, m, k, n) = self.dims;
         let iw = self.mode.bytes() as usize;
-        let k0 = s * kb;
-        let kk = kb.min(k - k0);
-        let mm = mc.min(m - m0);
-        let ncur = nc.min(n - n0);
+        let (b0, m0, n0, mm) = (c.b, c.m0, c.n0, c.rows);
+        let ncur = p.nc.min(n - n0);
         let a_src = self.lhs + (((b0 * m + m0) * k + k0) * iw) as u64;
         Self::strided_dma(
             l,
-            (Space::Vmem, bufs.a[slot]),
+            (Space::Vmem, bufs.a[slots.0]),
             (Space::Hbm, a_src),
             kk * iw,
             mm,
             k * iw,
-            kb * iw,
+            p.kd * iw,
         );
-        let b_src = self.rhs + (((b0 * k + k0) * n + n0) * iw) as u64;
-        Self::strided_dma(
-            l,
-            (Space::Vmem, bufs.b[slot]),
-            (Space::Hbm, b_src),
-            ncur * iw,
-            kk,
-            n * iw,
-            nc * iw,
-        );
+        if with_b {
+            let b_src = self.rhs + (((b0 * k + k0) * n + n0) * iw) as u64;
+            Self::strided_dma(
+                l,
+                (Space::Vmem, bufs.b[slots.1]),
+                (Space::Hbm, b_src),
+                ncur * iw,
+                kk,
+                n * iw,
+                p.nc * iw,
+            );
+        }
     }
 
-    fn store(
+    /// DMAs a chunk's result (in `cbuf`) to HBM: one copy, or one per `cols` columns.
+    fn store(&self, l: &mut Lowerer<'_>, cbuf: u64, c: Chunk, p: &Plan, split: Option<usize>) {
+        let (_, m, _, n) = self.dims;
+        let (b0, m0, n0, mm) = (c.b, c.m0, c.n0, c.rows);
+        let ncur = p.nc.min(n - n0);
+        let cols = split.unwrap_or(ncur).max(1);
+        for q in 0..ncur.div_ceil(cols) {
+            let nq = cols.min(ncur - q * cols);
+            let dst = self.out + (((b0 * m + m0) * n + n0 + q * cols) * 4) as u64;
+            Self::strided_dma(
+                l,
+                (Space::Hbm, dst),
+                (Space::Vmem, cbuf + (q * cols * 4) as u64),
+                nq * 4,
+                mm,
+                p.nc * 4,
+                n * 4,
+            );
+        }
+    }
+}
+
+/// Work streamed from HBM on every core: a dot or a convolution.
+#[derive(Clone, Debug)]
+pub enum Streamed {
+    Dot(StreamDot),
+    Conv(super::conv::StreamConv),
+}
+
+impl Streamed {
+    /// HLO instruction name.
+    pub fn name(&self) -> &str {
+        match self {
+            Streamed::Dot(d) => &d.name,
+            Streamed::Conv(c) => &c.name,
+        }
+    }
+
+    /// HBM address of the result.
+    pub fn out(&self) -> u64 {
+        match self {
+            Streamed::Dot(d) => d.out,
+            Streamed::Conv(c) => c.out,
+        }
+    }
+
+    /// Multiply-adds ×2.
+    pub fn flops(&self) -> u64 {
+        match self {
+            Streamed::Dot(d) => 2 * (d.dims.0 * d.dims.1 * d.dims.2 * d.dims.3) as u64,
+            Streamed::Conv(c) => c.flops(),
+        }
+    }
+
+    /// Sizes of the buffers `emit` asks for, in order.
+    pub fn buffer_sizes(&self, l: &Lowerer<'_>, cores: usize) -> Vec<u64> {
+        match self {
+            Streamed::Dot(d) => d.buffer_sizes(l, cores),
+            Streamed::Conv(c) => c.buffer_sizes(l, cores),
+        }
+    }
+
+    /// VMEM bytes one core needs.
+    pub fn vmem_bytes(&self, l: &Lowerer<'_>, cores: usize) -> u64 {
+        let al = |x: u64| x.div_ceil(64) * 64;
+        self.buffer_sizes(l, cores).into_iter().map(al).sum()
+    }
+
+    /// Emits core `core`'s share (of `cores`), with buffers from `alloc`.
+    pub fn emit(
         &self,
         l: &mut Lowerer<'_>,
-        bufs: &Bufs,
-        (b0, m0, n0): (usize, usize, usize),
-        t: usize,
-        (mc, nc): (usize, usize),
-    ) {
-        let (_, m, _, n) = self.dims;
-        let mm = mc.min(m - m0);
-        let ncur = nc.min(n - n0);
-        let dst = self.out + (((b0 * m + m0) * n + n0) * 4) as u64;
-        Self::strided_dma(
-            l,
-            (Space::Hbm, dst),
-            (Space::Vmem, bufs.c[t % 2]),
-            ncur * 4,
-            mm,
-            nc * 4,
-            n * 4,
-        );
+        core: usize,
+        cores: usize,
+        alloc: &mut dyn FnMut(u64) -> CResult<u64>,
+    ) -> CResult<()> {
+        match self {
+            Streamed::Dot(d) => d.emit(l, core, cores, alloc),
+            Streamed::Conv(c) => c.emit(l, core, cores, alloc),
+        }
     }
 }

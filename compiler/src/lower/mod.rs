@@ -8,7 +8,8 @@
 //! operand's buffer. At the end the result's arrays are copied to their HBM slots. A module
 //! whose live values do not fit VMEM is refused (streaming operands from HBM is future work).
 //!
-//! Work goes to core 0 of the chip; the other cores halt at once. Per-op lowering lives in
+//! Work goes to core 0 of the chip; the other cores halt at once, except for their shares of
+//! dots and convolutions streamed from HBM ([`dot_stream`]). Per-op lowering lives in
 //! [`elementwise`], [`movement`], [`reduce`] and [`dot`]; ordering between units is the
 //! [`emit::Emitter`]'s job.
 
@@ -155,11 +156,11 @@ pub struct Lowerer<'a> {
     pub(crate) mxu_jobs: Vec<u64>,
     pub(crate) stats: LowerStats,
     /// Dots streamed from HBM, by instruction index.
-    stream: Vec<Option<dot_stream::StreamDot>>,
+    stream: Vec<Option<dot_stream::Streamed>>,
     /// Arrays with a copy in HBM (parameters), by instruction index.
     hbm_home: Vec<Option<Slot>>,
     /// Work for cores other than 0, emitted after core 0's code.
-    side: Vec<(usize, dot_stream::StreamDot)>,
+    side: Vec<(usize, dot_stream::Streamed)>,
     /// The devices (chips) the program runs on: replicas × partitions, chip `r·P + p`.
     pub(crate) devs: hlo::groups::Devices,
     /// Number of chips (`devs.n()`).
@@ -267,7 +268,7 @@ impl<'a> Lowerer<'a> {
         let streamable: Vec<bool> = c
             .insts
             .handles()
-            .map(|h| dot::streamable(m, h, &users))
+            .map(|h| dot::streamable(m, h, &users) || conv::streamable(m, h, &users, arch))
             .collect();
         for &p in &params {
             l.span = c.insts[p].span;
@@ -754,8 +755,19 @@ impl<'a> Lowerer<'a> {
         if bytes == 0 {
             return Ok(());
         }
-        // One descriptor moves at most u32::MAX bytes per chunk; split larger copies.
-        let chunk = 1u64 << 30;
+        // One descriptor moves at most u32::MAX bytes per chunk; split larger copies. A large
+        // copy to or from HBM is also cut into pieces of at least 256 KiB (whole HBM bursts),
+        // one per DMA engine at most: one engine moves at most `dma.bytes_per_cycle`, the HBM
+        // link more (smaller pieces would hold every engine for a latency each and delay the
+        // copies queued behind them).
+        let engines = u64::from(self.arch.dma.engines.max(1));
+        let burst = self.arch.hbm.burst_bytes.max(1);
+        let pieces = if dst.0 == Space::Hbm || src.0 == Space::Hbm {
+            (bytes / (256 * 1024)).clamp(1, engines)
+        } else {
+            1
+        };
+        let chunk = (bytes.div_ceil(pieces).div_ceil(burst) * burst).min(1u64 << 30);
         let mut done = 0;
         while done < bytes {
             let n = chunk.min(bytes - done);
@@ -916,7 +928,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The plan of a streamed dot: operand addresses and a result slot in HBM.
-    fn plan_stream(&mut self, h: InstId) -> CResult<dot_stream::StreamDot> {
+    fn plan_stream(&mut self, h: InstId) -> CResult<dot_stream::Streamed> {
         let c = self.m.entry();
         let inst = &c.insts[h];
         let slot = |v: &Option<Slot>| {
@@ -926,6 +938,13 @@ impl<'a> Lowerer<'a> {
         let lhs = slot(&self.hbm_home[inst.operands[0].index()])?;
         let rhs = slot(&self.hbm_home[inst.operands[1].index()])?;
         let (ty, dims) = self.out_shape(h)?;
+        if inst.opcode == Opcode::Convolution {
+            let out = Slot { addr: 0, ty, dims };
+            let addr = self.hbm_slot(out.bytes(), &inst.name)?;
+            return conv::StreamConv::new(self, h, lhs.addr, rhs.addr, addr)
+                .map(dot_stream::Streamed::Conv)
+                .ok_or_else(|| CompileError::Internal("streamed convolution has no plan".into()));
+        }
         let nb: usize = inst
             .attrs
             .lhs_batch_dims
@@ -945,14 +964,14 @@ impl<'a> Lowerer<'a> {
         } else {
             arch::MxuDtype::Bf16
         };
-        Ok(dot_stream::StreamDot {
+        Ok(dot_stream::Streamed::Dot(dot_stream::StreamDot {
             name: inst.name.clone(),
             lhs: lhs.addr,
             rhs: rhs.addr,
             out: addr,
             dims: (nb, m, k, n),
             mode,
-        })
+        }))
     }
 
     /// Lowers a streamed dot: core 0's share now, the other cores' shares after core 0's code.
@@ -964,9 +983,9 @@ impl<'a> Lowerer<'a> {
             return Ok(None);
         };
         let (ty, dims) = self.out_shape(h)?;
-        self.stats.flops += 2 * (sd.dims.0 * sd.dims.1 * sd.dims.2 * sd.dims.3) as u64;
+        self.stats.flops += sd.flops();
         let cores = self.arch.cores_per_chip as usize;
-        let need = sd.vmem_bytes(self);
+        let need = sd.vmem_bytes(self, cores);
         if need > self.arch.vmem.bytes {
             return Err(self.too_large(format!(
                 "a streamed dot needs {need} bytes of VMEM for its tiles (vmem.bytes = {})",
@@ -975,7 +994,7 @@ impl<'a> Lowerer<'a> {
         }
         // Core 0's buffers come from the allocator (freed after this instruction).
         let mut pool = Vec::new();
-        for n in sd.buffer_sizes(self) {
+        for n in sd.buffer_sizes(self, cores) {
             pool.push(self.tmp(ElementType::U8, vec![n as usize])?.addr);
         }
         let mut it = pool.into_iter();
@@ -987,7 +1006,7 @@ impl<'a> Lowerer<'a> {
             self.side.push((c, sd.clone()));
         }
         Ok(Some(Val::Hbm(Slot {
-            addr: sd.out,
+            addr: sd.out(),
             ty,
             dims,
         })))
@@ -1104,7 +1123,7 @@ impl<'a> Lowerer<'a> {
             // This core's VMEM is untouched: lay its buffers out from 0.
             let mut top = 0u64;
             for sd in &mine {
-                self.e.b.begin_hlo(&sd.name);
+                self.e.b.begin_hlo(sd.name());
                 let cores = self.arch.cores_per_chip as usize;
                 let cap = self.arch.vmem.bytes;
                 let from = self.e.b.pc();
@@ -1121,7 +1140,7 @@ impl<'a> Lowerer<'a> {
                 let to = self.e.b.pc();
                 for (k, (a, n)) in bufs.into_iter().enumerate() {
                     let mut r = isa::Region::plain(
-                        format!("{}#core{c}.{k}", sd.name),
+                        format!("{}#core{c}.{k}", sd.name()),
                         Space::Vmem,
                         a,
                         n.div_ceil(alloc::ALIGN) * alloc::ALIGN,
