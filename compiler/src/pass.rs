@@ -19,6 +19,8 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::passes::sync_async::SyncAsync),
         Box::new(crate::passes::expand_map::ExpandMap),
         Box::new(crate::passes::inline_calls::InlineCalls),
+        Box::new(crate::passes::batch_norm::BatchNormExpander),
+        Box::new(crate::passes::reduce_precision::ReducePrecisionExpander),
         Box::new(crate::passes::simplify::Simplify),
         Box::new(crate::passes::dce::Dce),
     ]

@@ -1,8 +1,11 @@
 //! HLO-to-HLO passes, one file each, run in the order of [`crate::pass::pipeline`].
 
+pub mod batch_norm;
 pub mod dce;
 pub mod expand_map;
 pub mod inline_calls;
+pub mod reduce_precision;
+pub(crate) mod rewrite;
 pub mod simplify;
 pub mod sync_async;
 
