@@ -6,6 +6,7 @@ pub mod expand_map;
 pub mod inline_calls;
 pub mod reduce_precision;
 pub(crate) mod rewrite;
+pub mod rng;
 pub mod simplify;
 pub mod sync_async;
 

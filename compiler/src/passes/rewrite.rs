@@ -184,13 +184,54 @@ impl<'m> Rw<'m> {
     }
 
     /// `reshape(x)` to `dims`.
-    #[allow(dead_code)]
     pub fn reshape(&mut self, x: InstId, dims: &[i64]) -> CResult<InstId> {
         let ty = self.arr(x)?.ty;
         self.add(
             Opcode::Reshape,
             &[x],
             Attrs::default(),
+            Some(Shape::Array(ArrayShape::new(ty, dims))),
+        )
+    }
+
+    /// `slice(x)` from `start` to `limit` (stride 1) in every dimension.
+    pub fn slice(&mut self, x: InstId, start: &[i64], limit: &[i64]) -> CResult<InstId> {
+        let attrs = Attrs {
+            slice: Some(
+                start
+                    .iter()
+                    .zip(limit)
+                    .map(|(&start, &limit)| hlo::SliceDim {
+                        start,
+                        limit,
+                        stride: 1,
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        };
+        self.add(Opcode::Slice, &[x], attrs, None)
+    }
+
+    /// `concatenate(xs)` along `dim`.
+    pub fn concat(&mut self, xs: &[InstId], dim: i64) -> CResult<InstId> {
+        let attrs = Attrs {
+            dimensions: Some(vec![dim]),
+            ..Default::default()
+        };
+        self.add(Opcode::Concatenate, xs, attrs, None)
+    }
+
+    /// `iota` of `ty[dims]` along `dim`.
+    pub fn iota(&mut self, ty: ElementType, dims: &[i64], dim: i64) -> CResult<InstId> {
+        let attrs = Attrs {
+            iota_dimension: Some(dim),
+            ..Default::default()
+        };
+        self.add(
+            Opcode::Iota,
+            &[],
+            attrs,
             Some(Shape::Array(ArrayShape::new(ty, dims))),
         )
     }
@@ -265,6 +306,15 @@ pub(crate) fn run_expander(x: &dyn OpExpander, m: &mut Module) -> CResult<bool> 
     let mut changed = false;
     let comps: Vec<CompId> = m.comps.handles().collect();
     for c in comps {
+        changed |= run_expander_in(x, m, c)?;
+    }
+    Ok(changed)
+}
+
+/// Runs `x` over computation `c` of `m`.
+pub(crate) fn run_expander_in(x: &dyn OpExpander, m: &mut Module, c: CompId) -> CResult<bool> {
+    let mut changed = false;
+    {
         let hits: Vec<InstId> = m.comps[c]
             .insts
             .iter()
