@@ -4,6 +4,7 @@ pub mod batch_norm;
 pub mod dce;
 pub mod expand_map;
 pub mod inline_calls;
+pub mod linalg;
 pub mod reduce_precision;
 pub(crate) mod rewrite;
 pub mod rng;

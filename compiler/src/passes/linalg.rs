@@ -1,0 +1,359 @@
+//! Expands `triangular-solve` and `cholesky` on real floats into slices, broadcasts,
+//! elementwise VPU ops and one `concatenate`, unrolled over the matrix dimension `m` (a static
+//! size), batched over the leading dimensions.
+//!
+//! * **triangular-solve**: the explicit triangular matrix `S` (the triangle named by `lower`,
+//!   unit diagonal written as 1, `op(a)` transposed for TRANSPOSE/ADJOINT — the same for real
+//!   types) and, for `left_side=false`, the transposed system `op(a)ᵀ·xᵀ = bᵀ`. Then a
+//!   right-looking substitution in the order `S`'s triangle needs: for each row `i`,
+//!   `x_i = r_i / S_ii` (no divide with a unit diagonal) and `r −= S[:, i] ⊗ x_i` (rows already
+//!   solved see a zero of `S`), all `k` right-hand sides and the batch at once. The rows `x_i`
+//!   are concatenated into `x`.
+//! * **cholesky** (lower; `lower=false` factors `aᵀ` and transposes back, as the evaluator and
+//!   XLA do): right-looking, for each column `j`: `p = sqrt(r_jj)`, `l_j = r[:, j] / p` with the
+//!   rows above `j` zeroed, `r −= l_j ⊗ l_jᵀ`. Only the lower triangle of `r` is ever read. The
+//!   columns are concatenated; a batch element whose pivot is NaN becomes all NaN (as XLA).
+//!
+//! Cost: `m` steps of about 8 HLO ops each, whose largest are two `m·k` (cholesky `m·m`)
+//! VPU ALU ops and two broadcasts, plus a slice (a cross-lane gather) of a row and a column:
+//! `O(m)` VPU instructions doing `O(m²k)` element operations, no MXU. Sizes above
+//! [`MAX_UNROLL`] are left alone (not supported on chip yet: a blocked version with MXU
+//! updates and a loop is the next step for big matrices); complex types likewise.
+
+use super::rewrite::{run_expander, OpExpander, Rw};
+use crate::error::CResult;
+use crate::pass::Pass;
+use hlo::{
+    Attrs, ComparisonDirection as D, ElementType as T, InstId, Instruction, Module, Opcode,
+    TransposeKind,
+};
+
+/// Largest matrix dimension the unrolled expansions accept.
+pub const MAX_UNROLL: i64 = 256;
+
+/// See the module docs.
+pub struct LinalgExpander;
+
+impl Pass for LinalgExpander {
+    fn name(&self) -> &'static str {
+        "linalg-expander"
+    }
+    fn run(&self, m: &mut Module) -> CResult<bool> {
+        run_expander(self, m)
+    }
+}
+
+/// `x` with its last two dimensions swapped.
+fn transpose2(rw: &mut Rw<'_>, x: InstId) -> CResult<InstId> {
+    let r = rw.arr(x)?.dims.len() as i64;
+    let mut perm: Vec<i64> = (0..r).collect();
+    perm.swap(r as usize - 2, r as usize - 1);
+    let attrs = Attrs {
+        dimensions: Some(perm),
+        ..Default::default()
+    };
+    rw.add(Opcode::Transpose, &[x], attrs, None)
+}
+
+/// `pred[dims]`: row index (dimension `r−2`) `dir` column index (dimension `r−1`).
+fn tri_mask(rw: &mut Rw<'_>, dims: &[i64], dir: D) -> CResult<InstId> {
+    let r = dims.len() as i64;
+    let i = rw.iota(T::S32, dims, r - 2)?;
+    let j = rw.iota(T::S32, dims, r - 1)?;
+    rw.cmp(i, j, dir)
+}
+
+/// `x[..., i:i+1, :]` (`row`) or `x[..., :, i:i+1]` of a `[..., p, q]` array.
+fn pick(rw: &mut Rw<'_>, x: InstId, i: i64, row: bool) -> CResult<InstId> {
+    let dims = rw.arr(x)?.dims;
+    let r = dims.len();
+    let start: Vec<i64> = (0..r)
+        .map(|d| if d == r - 2 + usize::from(!row) { i } else { 0 })
+        .collect();
+    let mut limit = dims.clone();
+    limit[r - 2 + usize::from(!row)] = i + 1;
+    rw.slice(x, &start, &limit)
+}
+
+/// A `[..., 1, q]` row or `[..., p, 1]` column broadcast to `dims` `[..., p, q]`.
+fn spread(rw: &mut Rw<'_>, v: InstId, dims: &[i64], row: bool) -> CResult<InstId> {
+    let r = dims.len();
+    let keep = if row { r - 1 } else { r - 2 };
+    let vd: Vec<i64> = dims[..r - 2].iter().copied().chain([dims[keep]]).collect();
+    let flat = rw.reshape(v, &vd)?;
+    let bd: Vec<i64> = (0..r as i64 - 2).chain([keep as i64]).collect();
+    rw.bcast(flat, dims, &bd)
+}
+
+fn compute_type(ty: T) -> Option<T> {
+    match ty {
+        T::F32 | T::F64 => Some(ty),
+        T::F16 | T::BF16 => Some(T::F32),
+        _ => None,
+    }
+}
+
+fn solve(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
+    let Some(o) = i.attrs.triangular_solve_options else {
+        return Ok(None);
+    };
+    let (a, b) = (i.operands[0], i.operands[1]);
+    let (sa, sb) = (rw.arr(a)?, rw.arr(b)?);
+    let Some(ct) = compute_type(sa.ty) else {
+        return Ok(None);
+    };
+    let r = sa.dims.len();
+    if r < 2 || sb.dims.len() != r || sa.is_dynamic() || sb.is_dynamic() {
+        return Ok(None);
+    }
+    let m = sa.dims[r - 1];
+    if m > MAX_UNROLL || sb.dims.contains(&0) || m == 0 {
+        return Ok(None);
+    }
+    let a = rw.convert(a, ct)?;
+    let b = rw.convert(b, ct)?;
+    let adims = sa.dims.clone();
+    // tri(a): the named triangle, unit diagonal as 1.
+    let keep = tri_mask(rw, &adims, if o.lower { D::Ge } else { D::Le })?;
+    let zero = rw.fconst(ct, 0.0)?;
+    let zeros = rw.splat(zero, &adims)?;
+    let mut t = rw.op(Opcode::Select, &[keep, a, zeros])?;
+    if o.unit_diagonal {
+        let diag = tri_mask(rw, &adims, D::Eq)?;
+        let one = rw.fconst(ct, 1.0)?;
+        let ones = rw.splat(one, &adims)?;
+        t = rw.op(Opcode::Select, &[diag, ones, t])?;
+    }
+    let transposed = o.transpose_a != TransposeKind::NoTranspose;
+    // S = op(a) (left) or op(a)ᵀ (right).
+    let s = if transposed ^ !o.left_side {
+        transpose2(rw, t)?
+    } else {
+        t
+    };
+    let s_lower = o.lower ^ transposed ^ !o.left_side;
+    let mut rhs = if o.left_side { b } else { transpose2(rw, b)? };
+    let rdims = rw.arr(rhs)?.dims;
+    let order: Vec<i64> = if s_lower {
+        (0..m).collect()
+    } else {
+        (0..m).rev().collect()
+    };
+    let mut rows = vec![None; m as usize];
+    for (step, &k) in order.iter().enumerate() {
+        let rk = pick(rw, rhs, k, true)?;
+        let xk = if o.unit_diagonal {
+            rk
+        } else {
+            let skk = pick(rw, s, k, true)?;
+            let skk = pick(rw, skk, k, false)?;
+            let rd = rw.arr(rk)?.dims;
+            let skk = rw_reshape_scalarish(rw, skk)?;
+            let sp = rw.bcast(skk, &rd, &(0..r as i64 - 2).collect::<Vec<_>>())?;
+            rw.op(Opcode::Divide, &[rk, sp])?
+        };
+        rows[k as usize] = Some(xk);
+        if step + 1 < order.len() {
+            let col = pick(rw, s, k, false)?;
+            let cb = spread(rw, col, &rdims, false)?;
+            let xb = spread(rw, xk, &rdims, true)?;
+            let p = rw.op(Opcode::Multiply, &[cb, xb])?;
+            rhs = rw.op(Opcode::Subtract, &[rhs, p])?;
+        }
+    }
+    let rows: Vec<InstId> = rows.into_iter().map(|x| x.expect("every row")).collect();
+    let x = if rows.len() == 1 {
+        rows[0]
+    } else {
+        rw.concat(&rows, r as i64 - 2)?
+    };
+    let x = if o.left_side { x } else { transpose2(rw, x)? };
+    Ok(Some(rw.convert(x, sb.ty)?))
+}
+
+/// A `[..., 1, 1]` array as `[...]` (batch dims only).
+fn rw_reshape_scalarish(rw: &mut Rw<'_>, x: InstId) -> CResult<InstId> {
+    let d = rw.arr(x)?.dims;
+    rw.reshape(x, &d[..d.len() - 2])
+}
+
+fn cholesky(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
+    let a = i.operands[0];
+    let sa = rw.arr(a)?;
+    let Some(ct) = compute_type(sa.ty) else {
+        return Ok(None);
+    };
+    let r = sa.dims.len();
+    if r < 2 || sa.is_dynamic() {
+        return Ok(None);
+    }
+    let n = sa.dims[r - 1];
+    if n > MAX_UNROLL || n == 0 || sa.dims.contains(&0) {
+        return Ok(None);
+    }
+    let lower = i.attrs.lower.unwrap_or(false);
+    let dims = sa.dims.clone();
+    let a = rw.convert(a, ct)?;
+    let mut res = if lower { a } else { transpose2(rw, a)? };
+    let bmap: Vec<i64> = (0..r as i64 - 2).collect();
+    // Column template: row index of a `[..., n, 1]` column.
+    let mut cdims = dims.clone();
+    cdims[r - 1] = 1;
+    let rowi = rw.iota(T::S32, &cdims, r as i64 - 2)?;
+    let zero = rw.fconst(ct, 0.0)?;
+    let zcol = rw.splat(zero, &cdims)?;
+    let mut cols = Vec::new();
+    let mut nan: Option<InstId> = None;
+    for j in 0..n {
+        let col = pick(rw, res, j, false)?;
+        let pjj = pick(rw, col, j, true)?;
+        let pjj = rw_reshape_scalarish(rw, pjj)?;
+        let p = rw.op(Opcode::Sqrt, &[pjj])?;
+        let bad = rw.cmp(p, p, D::Ne)?;
+        nan = Some(match nan {
+            None => bad,
+            Some(x) => rw.op(Opcode::Or, &[x, bad])?,
+        });
+        let pc = rw.bcast(p, &cdims, &bmap)?;
+        let q = rw.op(Opcode::Divide, &[col, pc])?;
+        let jk = rw.iconst(T::S32, j as u64)?;
+        let jc = rw.splat(jk, &cdims)?;
+        let below = rw.cmp(rowi, jc, D::Ge)?;
+        let l = rw.op(Opcode::Select, &[below, q, zcol])?;
+        cols.push(l);
+        if j + 1 < n {
+            let lb = spread(rw, l, &dims, false)?;
+            let lt = rw.reshape(l, &{
+                let mut d = dims.clone();
+                d[r - 2] = 1;
+                d
+            })?;
+            let ltb = spread(rw, lt, &dims, true)?;
+            let pr = rw.op(Opcode::Multiply, &[lb, ltb])?;
+            res = rw.op(Opcode::Subtract, &[res, pr])?;
+        }
+    }
+    let l = if cols.len() == 1 {
+        cols[0]
+    } else {
+        rw.concat(&cols, r as i64 - 1)?
+    };
+    let nanv = rw.fconst(ct, f64::NAN)?;
+    let nans = rw.splat(nanv, &dims)?;
+    let bad = rw.bcast(nan.expect("n > 0"), &dims, &bmap)?;
+    let l = rw.op(Opcode::Select, &[bad, nans, l])?;
+    let l = if lower { l } else { transpose2(rw, l)? };
+    Ok(Some(rw.convert(l, sa.ty)?))
+}
+
+impl OpExpander for LinalgExpander {
+    fn matches(&self, i: &Instruction) -> bool {
+        matches!(i.opcode, Opcode::TriangularSolve | Opcode::Cholesky)
+    }
+
+    fn expand(&self, rw: &mut Rw<'_>, h: InstId) -> CResult<Option<InstId>> {
+        let i = rw.m.comps[rw.c].insts[h].clone();
+        match i.opcode {
+            Opcode::TriangularSolve => solve(rw, &i),
+            Opcode::Cholesky => cholesky(rw, &i),
+            _ => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(g: &mut u64) -> f32 {
+        *g = g
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((*g >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+
+    /// A `[b, n, n]` batch of diagonally dominant (so well-conditioned, SPD after
+    /// symmetrizing) matrices.
+    fn matrices(b: usize, n: usize, g: &mut u64) -> Vec<f32> {
+        let mut v = Vec::new();
+        for _ in 0..b {
+            let x: Vec<f32> = (0..n * n).map(|_| lcg(g)).collect();
+            for i in 0..n {
+                for j in 0..n {
+                    let s = x[i * n + j] + x[j * n + i];
+                    v.push(if i == j { s + 2.0 * n as f32 } else { s });
+                }
+            }
+        }
+        v
+    }
+
+    fn check(text: &str, args: Vec<hlo::Literal>) {
+        let m = hlo::parse(text).unwrap();
+        hlo::verify(&m).unwrap();
+        let mut x = m.clone();
+        assert!(LinalgExpander.run(&mut x).unwrap());
+        crate::passes::dce::Dce.run(&mut x).unwrap();
+        hlo::verify(&x).unwrap();
+        assert!(!x
+            .entry()
+            .insts
+            .values()
+            .any(|i| matches!(i.opcode, Opcode::TriangularSolve | Opcode::Cholesky)));
+        let want = hlo::eval::evaluate(&m, &args).unwrap();
+        let have = hlo::eval::evaluate(&x, &args).unwrap();
+        let tol = hlo::case::Tolerance {
+            rtol: 1e-5,
+            atol: 1e-5,
+        };
+        hlo::case::check_value(hlo::case::Check::Close, tol, None, &want, &have).unwrap();
+    }
+
+    #[test]
+    fn every_triangular_solve_option_matches_the_evaluator() {
+        let mut g = 3u64;
+        for left in [true, false] {
+            for lower in [true, false] {
+                for tr in ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"] {
+                    for unit in [false, true] {
+                        let bd = if left { "2,5,3" } else { "2,3,5" };
+                        let text = format!(
+                            "HloModule t\n\nENTRY main {{\n  a = f32[2,5,5]{{2,1,0}} parameter(0)\n  \
+                             b = f32[{bd}]{{2,1,0}} parameter(1)\n  ROOT x = f32[{bd}]{{2,1,0}} \
+                             triangular-solve(a, b), left_side={left}, lower={lower}, \
+                             unit_diagonal={unit}, transpose_a={tr}\n}}\n"
+                        );
+                        let a = matrices(2, 5, &mut g);
+                        let b: Vec<f32> = (0..30).map(|_| lcg(&mut g)).collect();
+                        let bdims = if left { vec![2, 5, 3] } else { vec![2, 3, 5] };
+                        check(
+                            &text,
+                            vec![
+                                hlo::Literal::array(vec![2, 5, 5], hlo::ArrayData::F32(a)),
+                                hlo::Literal::array(bdims, hlo::ArrayData::F32(b)),
+                            ],
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cholesky_both_triangles_and_a_nan_batch_element_match_the_evaluator() {
+        let mut g = 5u64;
+        for lower in [true, false] {
+            let text = format!(
+                "HloModule c\n\nENTRY main {{\n  a = f32[3,6,6]{{2,1,0}} parameter(0)\n  \
+                 ROOT l = f32[3,6,6]{{2,1,0}} cholesky(a), lower={lower}\n}}\n"
+            );
+            let mut a = matrices(3, 6, &mut g);
+            // The third matrix is not positive definite: all NaN.
+            a[2 * 36] = -50.0;
+            check(
+                &text,
+                vec![hlo::Literal::array(vec![3, 6, 6], hlo::ArrayData::F32(a))],
+            );
+        }
+    }
+}
