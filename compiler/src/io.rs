@@ -102,6 +102,8 @@ pub fn from_bytes(ty: ElementType, dims: &[usize], b: &[u8]) -> Result<ArrayLite
         T::BF16 => arr!(BF16, u16, |x| bf16::from_bits(u16::from_le_bytes(x))),
         T::F32 => arr!(F32, u32, |x| f32::from_bits(u32::from_le_bytes(x))),
         T::F64 => arr!(F64, u64, |x| f64::from_bits(u64::from_le_bytes(x))),
+        T::C64 => hlo::eval::convert::from_le_bytes(T::C64, b)
+            .map_err(|e| IoError::Mismatch(format!("{e}")))?,
         t => {
             return Err(IoError::Mismatch(format!(
                 "element type {t} is not supported on chip yet"

@@ -23,6 +23,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::passes::reduce_precision::ReducePrecisionExpander),
         Box::new(crate::passes::rng::RngExpander),
         Box::new(crate::passes::linalg::LinalgExpander),
+        Box::new(crate::passes::complex::ComplexPlanes),
         Box::new(crate::passes::simplify::Simplify),
         Box::new(crate::passes::dce::Dce),
     ]

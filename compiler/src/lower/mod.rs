@@ -384,7 +384,10 @@ impl<'a> Lowerer<'a> {
                         "bitcast-convert changes the byte count".into(),
                     ));
                 }
-                dtype(ty).ok_or_else(|| self.unsupported(format!("element type {ty}")))?;
+                // Complex values are only carried (the complex-planes pass computes on planes).
+                if ty != ElementType::C64 {
+                    dtype(ty).ok_or_else(|| self.unsupported(format!("element type {ty}")))?;
+                }
                 let v = Val::Array(Buf { ty, dims, ..b });
                 self.extend_life(&v, h);
                 Ok(v)
@@ -775,7 +778,10 @@ impl<'a> Lowerer<'a> {
                 if a.is_dynamic() {
                     return Err(self.unsupported("dynamic dimensions"));
                 }
-                dtype(a.ty).ok_or_else(|| self.unsupported(format!("element type {}", a.ty)))?;
+                if a.ty != ElementType::C64 {
+                    dtype(a.ty)
+                        .ok_or_else(|| self.unsupported(format!("element type {}", a.ty)))?;
+                }
                 let buf = self.new_buf(p, a.ty, a.udims())?;
                 let addr = self.hbm_slot(buf.bytes(), name)?;
                 self.dma((Space::Vmem, buf.addr), (Space::Hbm, addr), buf.bytes())?;

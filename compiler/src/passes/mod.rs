@@ -1,6 +1,7 @@
 //! HLO-to-HLO passes, one file each, run in the order of [`crate::pass::pipeline`].
 
 pub mod batch_norm;
+pub mod complex;
 pub mod dce;
 pub mod expand_map;
 pub mod inline_calls;

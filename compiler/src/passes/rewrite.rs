@@ -163,14 +163,22 @@ impl<'m> Rw<'m> {
         )
     }
 
-    /// `bitcast-convert(x)` to `ty` of the same width.
+    /// `bitcast-convert(x)` to `ty` (a narrower type adds a last dimension of the width
+    /// ratio, a wider one removes it).
     pub fn bitcast(&mut self, x: InstId, ty: ElementType) -> CResult<InstId> {
         let a = self.arr(x)?;
+        let (wi, wo) = (a.ty.bits() as i64, ty.bits() as i64);
+        let mut dims = a.dims.clone();
+        if wi > wo {
+            dims.push(wi / wo);
+        } else if wi < wo {
+            dims.pop();
+        }
         self.add(
             Opcode::BitcastConvert,
             &[x],
             Attrs::default(),
-            Some(Shape::Array(a.with_type(ty))),
+            Some(Shape::Array(ArrayShape::new(ty, &dims))),
         )
     }
 
