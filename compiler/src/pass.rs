@@ -24,6 +24,8 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::passes::rng::RngExpander),
         Box::new(crate::passes::linalg::LinalgExpander),
         Box::new(crate::passes::complex::ComplexPlanes),
+        Box::new(crate::passes::dynamic_padder::DynamicPadder),
+        Box::new(crate::passes::custom_call::CustomCallExpander),
         Box::new(crate::passes::simplify::Simplify),
         Box::new(crate::passes::dce::Dce),
     ]

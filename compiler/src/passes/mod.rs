@@ -2,7 +2,9 @@
 
 pub mod batch_norm;
 pub mod complex;
+pub mod custom_call;
 pub mod dce;
+pub mod dynamic_padder;
 pub mod expand_map;
 pub mod inline_calls;
 pub mod linalg;
