@@ -32,6 +32,8 @@ pub enum Queue {
     Vpu,
     /// The infeed queue (host → VMEM, in stream order).
     Infeed,
+    /// The outfeed queue (VMEM → host, in stream order).
+    Outfeed,
 }
 
 pub use isa::Access;
