@@ -353,3 +353,25 @@ ENTRY main {
     };
     assert_eq!(bytes, expected);
 }
+
+#[test]
+fn dynamic_slice_and_update_of_columns_on_chip() {
+    // Boxes whose innermost dimension has size 1 (a column of a matrix, a middle slab of a
+    // 3-D array): runs of one element, not the kept dimension's elements side by side.
+    let text = r#"
+HloModule cols
+
+ENTRY main {
+  a = f32[9,7]{1,0} parameter(0)
+  b = f32[4,6,5]{2,1,0} parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  z = s32[] constant(0)
+  c = f32[9,1]{1,0} dynamic-slice(a, z, i), dynamic_slice_sizes={9,1}
+  d = f32[4,2,1]{2,1,0} dynamic-slice(b, z, j, i), dynamic_slice_sizes={4,2,1}
+  u = f32[9,7]{1,0} dynamic-update-slice(a, c, z, j)
+  ROOT r = (f32[9,1]{1,0}, f32[4,2,1]{2,1,0}, f32[9,7]{1,0}) tuple(c, d, u)
+}
+"#;
+    exact(text, &[1, 2, 3, 4]);
+}

@@ -97,14 +97,10 @@ enum Out {
     Planes(InstId, InstId),
 }
 
-/// `c64` from planes: `[..., 1]` columns concatenated, bitcast.
+/// `c64` from planes: stacked along a new last dimension, bitcast.
 fn join(rw: &mut Rw<'_>, re: InstId, im: InstId) -> CResult<InstId> {
     let d = rw.arr(re)?.dims;
-    let mut d1 = d.clone();
-    d1.push(1);
-    let a = rw.reshape(re, &d1)?;
-    let b = rw.reshape(im, &d1)?;
-    let cat = rw.concat(&[a, b], d.len() as i64)?;
+    let cat = rw.stack(&[re, im], d.len())?;
     rw.bitcast(cat, T::C64)
 }
 

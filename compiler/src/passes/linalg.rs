@@ -63,16 +63,26 @@ fn tri_mask(rw: &mut Rw<'_>, dims: &[i64], dir: D) -> CResult<InstId> {
     rw.cmp(i, j, dir)
 }
 
-/// `x[..., i:i+1, :]` (`row`) or `x[..., :, i:i+1]` of a `[..., p, q]` array.
+/// `x[..., i:i+1, :]` (`row`) or `x[..., :, i:i+1]` of a `[..., p, q]` array, as a
+/// `dynamic-slice` with constant starts: lowered to strided VMEM-to-VMEM DMAs, where a `slice`
+/// would gather through an index table fetched from HBM (its latency on every step).
 fn pick(rw: &mut Rw<'_>, x: InstId, i: i64, row: bool) -> CResult<InstId> {
     let dims = rw.arr(x)?.dims;
     let r = dims.len();
-    let start: Vec<i64> = (0..r)
-        .map(|d| if d == r - 2 + usize::from(!row) { i } else { 0 })
-        .collect();
-    let mut limit = dims.clone();
-    limit[r - 2 + usize::from(!row)] = i + 1;
-    rw.slice(x, &start, &limit)
+    let at = r - 2 + usize::from(!row);
+    let mut starts = Vec::with_capacity(r);
+    for d in 0..r {
+        starts.push(rw.iconst(T::S32, if d == at { i as u64 } else { 0 })?);
+    }
+    let mut sizes = dims.clone();
+    sizes[at] = 1;
+    let mut ops = vec![x];
+    ops.extend(starts);
+    let attrs = Attrs {
+        dynamic_slice_sizes: Some(sizes),
+        ..Default::default()
+    };
+    rw.add(Opcode::DynamicSlice, &ops, attrs, None)
 }
 
 /// A `[..., 1, q]` row or `[..., p, 1]` column broadcast to `dims` `[..., p, q]`.

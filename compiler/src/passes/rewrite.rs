@@ -22,6 +22,9 @@ pub(crate) struct Rw<'m> {
     pub c: CompId,
     names: HashSet<String>,
     span: Span,
+    /// Integer scalar constants built so far, by (type, bits): one instruction each (every
+    /// constant is its own HBM data and DMA).
+    iconsts: std::collections::HashMap<(ElementType, u64), InstId>,
 }
 
 fn internal(what: impl Into<String>) -> CompileError {
@@ -36,7 +39,13 @@ impl<'m> Rw<'m> {
             .values()
             .flat_map(|c| c.insts.values().map(|i| i.name.clone()))
             .collect();
-        Rw { m, c, names, span }
+        Rw {
+            m,
+            c,
+            names,
+            span,
+            iconsts: Default::default(),
+        }
     }
 
     /// The shape of `h`.
@@ -114,6 +123,15 @@ impl<'m> Rw<'m> {
 
     /// A scalar constant of integer type `ty` holding the low bits of `v`.
     pub fn iconst(&mut self, ty: ElementType, v: u64) -> CResult<InstId> {
+        if let Some(&h) = self.iconsts.get(&(ty, v)) {
+            return Ok(h);
+        }
+        let h = self.iconst_new(ty, v)?;
+        self.iconsts.insert((ty, v), h);
+        Ok(h)
+    }
+
+    fn iconst_new(&mut self, ty: ElementType, v: u64) -> CResult<InstId> {
         use ElementType as T;
         let data = match ty {
             T::U8 => ArrayData::U8(vec![v as u8]),
@@ -228,6 +246,32 @@ impl<'m> Rw<'m> {
             ..Default::default()
         };
         self.add(Opcode::Concatenate, xs, attrs, None)
+    }
+
+    /// Arrays of one shape `dims` stacked along a new dimension `at`: a `concatenate` along a
+    /// new leading dimension (whole-array copies) and a `transpose` moving it to `at` (the
+    /// VPU's transpose), not a concatenate of `[..., 1, ...]` pieces, whose DMA would move one
+    /// element per row.
+    pub fn stack(&mut self, xs: &[InstId], at: usize) -> CResult<InstId> {
+        let dims = self.arr(xs[0])?.dims;
+        let mut d1 = vec![1];
+        d1.extend(&dims);
+        let parts: Vec<InstId> = xs
+            .iter()
+            .map(|&x| self.reshape(x, &d1))
+            .collect::<CResult<_>>()?;
+        let cat = self.concat(&parts, 0)?;
+        if at == 0 {
+            return Ok(cat);
+        }
+        let mut perm: Vec<i64> = (1..=at as i64).collect();
+        perm.push(0);
+        perm.extend(at as i64 + 1..=dims.len() as i64);
+        let attrs = Attrs {
+            dimensions: Some(perm),
+            ..Default::default()
+        };
+        self.add(Opcode::Transpose, &[cat], attrs, None)
     }
 
     /// `iota` of `ty[dims]` along `dim`.

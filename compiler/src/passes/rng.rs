@@ -177,17 +177,6 @@ fn threefry(k: &mut K<'_, '_>, ctr: InstId, key: InstId) -> CResult<[InstId; 2]>
     Ok([x0, x1])
 }
 
-/// Stacks arrays of shape `dims` along a new dimension `at` (`[.., len, ..]`).
-fn stack(rw: &mut Rw<'_>, xs: &[InstId], dims: &[i64], at: usize) -> CResult<InstId> {
-    let mut d1 = dims.to_vec();
-    d1.insert(at, 1);
-    let cols: Vec<InstId> = xs
-        .iter()
-        .map(|&x| rw.reshape(x, &d1))
-        .collect::<CResult<_>>()?;
-    rw.concat(&cols, at as i64)
-}
-
 /// The first `n` elements of the flat `x`, reshaped to `dims`.
 fn first(rw: &mut Rw<'_>, x: InstId, n: i64, dims: &[i64]) -> CResult<InstId> {
     let len = rw.arr(x)?.dims.iter().product::<i64>();
@@ -320,7 +309,7 @@ impl OpExpander for BitGen {
                         let sh = [outer, half, inner];
                         let a = rw.reshape(x0, &sh)?;
                         let b = rw.reshape(x1, &sh)?;
-                        let s = stack(rw, &[a, b], &sh, 2)?;
+                        let s = rw.stack(&[a, b], 2)?;
                         let s = rw.reshape(s, &[outer, 2 * half, inner])?;
                         let s = if 2 * half != d {
                             rw.slice(s, &[0, 0, 0], &[outer, d, inner])?
@@ -412,9 +401,9 @@ fn philox_words(
     let words = if wide {
         let a = k.join(x[0], x[1])?;
         let b = k.join(x[2], x[3])?;
-        stack(rw, &[a, b], &[blocks], 1)?
+        rw.stack(&[a, b], 1)?
     } else {
-        stack(rw, &x, &[blocks], 1)?
+        rw.stack(&x, 1)?
     };
     first(rw, words, n, dims)
 }
@@ -624,7 +613,7 @@ fn normal(
     let zs = k.op(Opcode::Multiply, sr, sn)?;
     let zc = k.op(Opcode::Add, mun, zc)?;
     let zs = k.op(Opcode::Add, mun, zs)?;
-    let z = stack(rw, &[zc, zs], &[pairs], 1)?;
+    let z = rw.stack(&[zc, zs], 1)?;
     let z = first(rw, z, n, &[n])?;
     rw.convert(z, ty)
 }
