@@ -25,18 +25,11 @@ use crate::error::CResult;
 use crate::pass::Pass;
 use hlo::{
     Attrs, ComparisonDirection as D, ElementType as T, InstId, Instruction, Module, Opcode,
-    Precision, TransposeKind,
+    TransposeKind,
 };
 
 /// Largest matrix dimension the unrolled expansions accept.
 pub const MAX_UNROLL: i64 = 256;
-
-/// Rows per diagonal block of the blocked f32 triangular solve (above it, the off-diagonal
-/// updates go to the MXU).
-pub const BLOCK: i64 = 32;
-
-/// Largest matrix dimension of the blocked f32 triangular solve.
-pub const MAX_BLOCKED: i64 = 1024;
 
 /// See the module docs.
 pub struct LinalgExpander;
@@ -124,12 +117,7 @@ fn solve(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
         return Ok(None);
     }
     let m = sa.dims[r - 1];
-    let limit = if ct == T::F32 {
-        MAX_BLOCKED
-    } else {
-        MAX_UNROLL
-    };
-    if m > limit || sb.dims.contains(&0) || m == 0 {
+    if m > MAX_UNROLL || sb.dims.contains(&0) || m == 0 {
         return Ok(None);
     }
     let a = rw.convert(a, ct)?;
@@ -154,27 +142,7 @@ fn solve(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
         t
     };
     let s_lower = o.lower ^ transposed ^ !o.left_side;
-    let rhs = if o.left_side { b } else { transpose2(rw, b)? };
-    let x = if ct == T::F32 && m > BLOCK {
-        blocked(rw, s, rhs, m, s_lower, o.unit_diagonal)?
-    } else {
-        substitute(rw, s, rhs, m, s_lower, o.unit_diagonal)?
-    };
-    let x = if o.left_side { x } else { transpose2(rw, x)? };
-    Ok(Some(rw.convert(x, sb.ty)?))
-}
-
-/// Unrolled right-looking substitution: `x` with `S·x = rhs` (`S` `[..., m, m]` triangular:
-/// lower if `s_lower`; `rhs` `[..., m, k]`).
-fn substitute(
-    rw: &mut Rw<'_>,
-    s: InstId,
-    mut rhs: InstId,
-    m: i64,
-    s_lower: bool,
-    unit: bool,
-) -> CResult<InstId> {
-    let r = rw.arr(s)?.dims.len();
+    let mut rhs = if o.left_side { b } else { transpose2(rw, b)? };
     let rdims = rw.arr(rhs)?.dims;
     let order: Vec<i64> = if s_lower {
         (0..m).collect()
@@ -184,7 +152,7 @@ fn substitute(
     let mut rows = vec![None; m as usize];
     for (step, &k) in order.iter().enumerate() {
         let rk = pick(rw, rhs, k, true)?;
-        let xk = if unit {
+        let xk = if o.unit_diagonal {
             rk
         } else {
             let skk = pick(rw, s, k, true)?;
@@ -204,82 +172,13 @@ fn substitute(
         }
     }
     let rows: Vec<InstId> = rows.into_iter().map(|x| x.expect("every row")).collect();
-    if rows.len() == 1 {
-        Ok(rows[0])
+    let x = if rows.len() == 1 {
+        rows[0]
     } else {
-        rw.concat(&rows, r as i64 - 2)
-    }
-}
-
-/// Rows (or columns, `cols`) `start..start + len` of a `[..., p, q]` array, as a
-/// `dynamic-slice` with constant starts.
-fn band(rw: &mut Rw<'_>, x: InstId, start: i64, len: i64, cols: bool) -> CResult<InstId> {
-    let dims = rw.arr(x)?.dims;
-    let r = dims.len();
-    let at = r - 2 + usize::from(cols);
-    let mut ops = vec![x];
-    for d in 0..r {
-        ops.push(rw.iconst(T::S32, if d == at { start as u64 } else { 0 })?);
-    }
-    let mut sizes = dims.clone();
-    sizes[at] = len;
-    let attrs = Attrs {
-        dynamic_slice_sizes: Some(sizes),
-        ..Default::default()
+        rw.concat(&rows, r as i64 - 2)?
     };
-    rw.add(Opcode::DynamicSlice, &ops, attrs, None)
-}
-
-/// Blocked substitution for f32: diagonal blocks of [`BLOCK`] rows solved by [`substitute`] on
-/// the VPU, in the order the triangle needs; after each, the remaining right-hand sides are
-/// updated with one MXU matmul `rhs −= S[:, blk] · x_blk` (rows already solved meet zeros of
-/// `S`), at `HIGHEST` precision (6 bf16 passes).
-fn blocked(
-    rw: &mut Rw<'_>,
-    s: InstId,
-    mut rhs: InstId,
-    m: i64,
-    s_lower: bool,
-    unit: bool,
-) -> CResult<InstId> {
-    let rdims = rw.arr(rhs)?.dims;
-    let r = rdims.len();
-    let starts: Vec<i64> = (0..m).step_by(BLOCK as usize).collect();
-    let order: Vec<usize> = if s_lower {
-        (0..starts.len()).collect()
-    } else {
-        (0..starts.len()).rev().collect()
-    };
-    let mut xs = vec![None; starts.len()];
-    let batch: Vec<i64> = (0..r as i64 - 2).collect();
-    for (step, &b) in order.iter().enumerate() {
-        let (st, len) = (starts[b], BLOCK.min(m - starts[b]));
-        let rb = band(rw, rhs, st, len, false)?;
-        let srows = band(rw, s, st, len, false)?;
-        let sbb = band(rw, srows, st, len, true)?;
-        let xb = substitute(rw, sbb, rb, len, s_lower, unit)?;
-        xs[b] = Some(xb);
-        if step + 1 < order.len() {
-            let scol = band(rw, s, st, len, true)?;
-            let attrs = Attrs {
-                lhs_batch_dims: Some(batch.clone()),
-                rhs_batch_dims: Some(batch.clone()),
-                lhs_contracting_dims: Some(vec![r as i64 - 1]),
-                rhs_contracting_dims: Some(vec![r as i64 - 2]),
-                operand_precision: Some(vec![Precision::Highest, Precision::Highest]),
-                ..Default::default()
-            };
-            let upd = rw.add(
-                Opcode::Dot,
-                &[scol, xb],
-                attrs,
-                Some(hlo::Shape::Array(hlo::ArrayShape::new(T::F32, &rdims))),
-            )?;
-            rhs = rw.op(Opcode::Subtract, &[rhs, upd])?;
-        }
-    }
-    let xs: Vec<InstId> = xs.into_iter().map(|x| x.expect("every block")).collect();
-    rw.concat(&xs, r as i64 - 2)
+    let x = if o.left_side { x } else { transpose2(rw, x)? };
+    Ok(Some(rw.convert(x, sb.ty)?))
 }
 
 /// A `[..., 1, 1]` array as `[...]` (batch dims only).
@@ -447,33 +346,6 @@ mod tests {
                     }
                 }
             }
-        }
-    }
-
-    #[test]
-    fn blocked_triangular_solve_matches_the_evaluator() {
-        let mut g = 11u64;
-        for (left, lower, tr) in [
-            (true, true, "NO_TRANSPOSE"),
-            (false, true, "TRANSPOSE"),
-            (true, false, "ADJOINT"),
-        ] {
-            let bd = if left { "2,70,3" } else { "2,3,70" };
-            let text = format!(
-                "HloModule t\n\nENTRY main {{\n  a = f32[2,70,70]{{2,1,0}} parameter(0)\n  \
-                 b = f32[{bd}]{{2,1,0}} parameter(1)\n  ROOT x = f32[{bd}]{{2,1,0}} \
-                 triangular-solve(a, b), left_side={left}, lower={lower}, transpose_a={tr}\n}}\n"
-            );
-            let a = matrices(2, 70, &mut g);
-            let b: Vec<f32> = (0..420).map(|_| lcg(&mut g)).collect();
-            let bdims = if left { vec![2, 70, 3] } else { vec![2, 3, 70] };
-            check(
-                &text,
-                vec![
-                    hlo::Literal::array(vec![2, 70, 70], hlo::ArrayData::F32(a)),
-                    hlo::Literal::array(bdims, hlo::ArrayData::F32(b)),
-                ],
-            );
         }
     }
 
