@@ -271,7 +271,12 @@ fn entry_or<'m, V>(m: &'m mut BTreeMap<String, V>, k: &str, init: impl FnOnce() 
 /// infeed values (a case's `infeed`; none from NumPy files or `--random`).
 type Inputs = (Vec<Vec<Literal>>, Option<Expected>, Vec<Vec<Literal>>);
 
-fn inputs_for(a: &RunArgs, module: &hlo::Module, src: &str) -> anyhow::Result<Inputs> {
+fn inputs_for(
+    a: &RunArgs,
+    module: &hlo::Module,
+    src: &str,
+    c: &Compiled,
+) -> anyhow::Result<Inputs> {
     let replicas = module.num_devices();
     if !a.inputs.is_empty() {
         let p = match crate::npy::classify(&a.inputs)? {
@@ -299,7 +304,13 @@ fn inputs_for(a: &RunArgs, module: &hlo::Module, src: &str) -> anyhow::Result<In
         }
         let expected =
             (!case.outputs.is_empty()).then(|| (case.outputs.clone(), case.check, case.tolerance));
-        return Ok((case.inputs.clone(), expected, case.infeed.clone()));
+        // With host recvs the infeed stream interleaves the case's queues in program order.
+        let infeed = if case.host_recv.iter().any(|q| !q.is_empty()) {
+            crate::hostio::infeed_streams(c, &case).map_err(user)?
+        } else {
+            case.infeed.clone()
+        };
+        return Ok((case.inputs.clone(), expected, infeed));
     }
     Ok((
         random_args(module, a.random.unwrap_or(0))?,
@@ -764,7 +775,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     let (args, expected, infeed) = if timing_only {
         (Vec::new(), None, Vec::new())
     } else {
-        inputs_for(&a, &module, &src)?
+        inputs_for(&a, &module, &src, &c)?
     };
     let branches = module.comps.values().any(|comp| {
         comp.insts
