@@ -375,3 +375,30 @@ ENTRY main {
 "#;
     exact(text, &[1, 2, 3, 4]);
 }
+
+#[test]
+fn blocked_triangular_solve_on_chip() {
+    // m = 100: three 32-row blocks and a partial one, their updates on the MXU.
+    let text = r#"
+HloModule blk
+
+ENTRY main {
+  a0 = f32[2,100,100]{2,1,0} parameter(0)
+  i = s32[2,100,100]{2,1,0} iota(), iota_dimension=1
+  j = s32[2,100,100]{2,1,0} iota(), iota_dimension=2
+  eq = pred[2,100,100]{2,1,0} compare(i, j), direction=EQ
+  k = f32[] constant(24)
+  ks = f32[2,100,100]{2,1,0} broadcast(k), dimensions={}
+  zero = f32[] constant(0)
+  zs = f32[2,100,100]{2,1,0} broadcast(zero), dimensions={}
+  d = f32[2,100,100]{2,1,0} select(eq, ks, zs)
+  a = f32[2,100,100]{2,1,0} add(a0, d)
+  b = f32[2,100,7]{2,1,0} parameter(1)
+  c = f32[2,5,100]{2,1,0} parameter(2)
+  x = f32[2,100,7]{2,1,0} triangular-solve(a, b), left_side=true, lower=true, transpose_a=NO_TRANSPOSE
+  y = f32[2,5,100]{2,1,0} triangular-solve(a, c), left_side=false, lower=false, transpose_a=TRANSPOSE
+  ROOT r = (f32[2,100,7]{2,1,0}, f32[2,5,100]{2,1,0}) tuple(x, y)
+}
+"#;
+    close(text, &[1], 1e-4);
+}

@@ -14,22 +14,37 @@
 //!   rows above `j` zeroed, `r −= l_j ⊗ l_jᵀ`. Only the lower triangle of `r` is ever read. The
 //!   columns are concatenated; a batch element whose pivot is NaN becomes all NaN (as XLA).
 //!
-//! Cost: `m` steps of about 8 HLO ops each, whose largest are two `m·k` (cholesky `m·m`)
-//! VPU ALU ops and two broadcasts, plus a slice (a cross-lane gather) of a row and a column:
-//! `O(m)` VPU instructions doing `O(m²k)` element operations, no MXU. Sizes above
-//! [`MAX_UNROLL`] are left alone (not supported on chip yet: a blocked version with MXU
-//! updates and a loop is the next step for big matrices); complex types likewise.
+//! * **blocked triangular-solve** (f32, `m > BLOCK`): diagonal blocks of [`BLOCK`] rows are
+//!   solved as above, in the order the triangle needs; after each, the right-hand sides left
+//!   are updated with one MXU matmul `r −= S[:, blk] · x_blk` (6 bf16 passes: f32 accuracy).
+//!
+//! Cost: `m` steps of about 8 HLO ops each, whose largest are two `m·k` (cholesky `m·m`;
+//! blocked: `BLOCK·k`) VPU ALU ops and two broadcasts, plus row and column picks (constant-start
+//! `dynamic-slice`s: VMEM-to-VMEM DMAs): `O(m)` VPU instructions; unblocked `O(m²k)` element
+//! operations on the VPU, blocked `O(m·BLOCK·k)` on the VPU plus `m/BLOCK` matmuls of
+//! `m × BLOCK × k` on the MXU. Measured (tpu-v4, one 128×128 system, 128 right-hand sides):
+//! 69,263 cycles unblocked, 37,747 blocked; 256×256: 86,889 blocked. Left alone (not supported
+//! on chip yet): f64 or cholesky above [`MAX_UNROLL`], f32 triangular solves above
+//! [`MAX_BLOCKED`] (the masks' `iota` must fit one VPU instruction; a looped version is the
+//! next step), complex types.
 
 use super::rewrite::{run_expander, OpExpander, Rw};
 use crate::error::CResult;
 use crate::pass::Pass;
 use hlo::{
     Attrs, ComparisonDirection as D, ElementType as T, InstId, Instruction, Module, Opcode,
-    TransposeKind,
+    Precision, TransposeKind,
 };
 
 /// Largest matrix dimension the unrolled expansions accept.
 pub const MAX_UNROLL: i64 = 256;
+
+/// Rows per diagonal block of the blocked f32 triangular solve (above it, the off-diagonal
+/// updates go to the MXU).
+pub const BLOCK: i64 = 32;
+
+/// Largest matrix dimension of the blocked f32 triangular solve.
+pub const MAX_BLOCKED: i64 = 512;
 
 /// See the module docs.
 pub struct LinalgExpander;
@@ -117,7 +132,12 @@ fn solve(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
         return Ok(None);
     }
     let m = sa.dims[r - 1];
-    if m > MAX_UNROLL || sb.dims.contains(&0) || m == 0 {
+    let limit = if ct == T::F32 {
+        MAX_BLOCKED
+    } else {
+        MAX_UNROLL
+    };
+    if m > limit || sb.dims.contains(&0) || m == 0 {
         return Ok(None);
     }
     let a = rw.convert(a, ct)?;
@@ -142,7 +162,27 @@ fn solve(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
         t
     };
     let s_lower = o.lower ^ transposed ^ !o.left_side;
-    let mut rhs = if o.left_side { b } else { transpose2(rw, b)? };
+    let rhs = if o.left_side { b } else { transpose2(rw, b)? };
+    let x = if ct == T::F32 && m > BLOCK {
+        blocked(rw, s, rhs, m, s_lower, o.unit_diagonal)?
+    } else {
+        substitute(rw, s, rhs, m, s_lower, o.unit_diagonal)?
+    };
+    let x = if o.left_side { x } else { transpose2(rw, x)? };
+    Ok(Some(rw.convert(x, sb.ty)?))
+}
+
+/// Unrolled right-looking substitution: `x` with `S·x = rhs` (`S` `[..., m, m]` triangular:
+/// lower if `s_lower`; `rhs` `[..., m, k]`).
+fn substitute(
+    rw: &mut Rw<'_>,
+    s: InstId,
+    mut rhs: InstId,
+    m: i64,
+    s_lower: bool,
+    unit: bool,
+) -> CResult<InstId> {
+    let r = rw.arr(s)?.dims.len();
     let rdims = rw.arr(rhs)?.dims;
     let order: Vec<i64> = if s_lower {
         (0..m).collect()
@@ -152,7 +192,7 @@ fn solve(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
     let mut rows = vec![None; m as usize];
     for (step, &k) in order.iter().enumerate() {
         let rk = pick(rw, rhs, k, true)?;
-        let xk = if o.unit_diagonal {
+        let xk = if unit {
             rk
         } else {
             let skk = pick(rw, s, k, true)?;
@@ -172,13 +212,82 @@ fn solve(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
         }
     }
     let rows: Vec<InstId> = rows.into_iter().map(|x| x.expect("every row")).collect();
-    let x = if rows.len() == 1 {
-        rows[0]
+    if rows.len() == 1 {
+        Ok(rows[0])
     } else {
-        rw.concat(&rows, r as i64 - 2)?
+        rw.concat(&rows, r as i64 - 2)
+    }
+}
+
+/// Rows (or columns, `cols`) `start..start + len` of a `[..., p, q]` array, as a
+/// `dynamic-slice` with constant starts.
+fn band(rw: &mut Rw<'_>, x: InstId, start: i64, len: i64, cols: bool) -> CResult<InstId> {
+    let dims = rw.arr(x)?.dims;
+    let r = dims.len();
+    let at = r - 2 + usize::from(cols);
+    let mut ops = vec![x];
+    for d in 0..r {
+        ops.push(rw.iconst(T::S32, if d == at { start as u64 } else { 0 })?);
+    }
+    let mut sizes = dims.clone();
+    sizes[at] = len;
+    let attrs = Attrs {
+        dynamic_slice_sizes: Some(sizes),
+        ..Default::default()
     };
-    let x = if o.left_side { x } else { transpose2(rw, x)? };
-    Ok(Some(rw.convert(x, sb.ty)?))
+    rw.add(Opcode::DynamicSlice, &ops, attrs, None)
+}
+
+/// Blocked substitution for f32: diagonal blocks of [`BLOCK`] rows solved by [`substitute`] on
+/// the VPU, in the order the triangle needs; after each, the remaining right-hand sides are
+/// updated with one MXU matmul `rhs −= S[:, blk] · x_blk` (rows already solved meet zeros of
+/// `S`), at `HIGHEST` precision (6 bf16 passes).
+fn blocked(
+    rw: &mut Rw<'_>,
+    s: InstId,
+    mut rhs: InstId,
+    m: i64,
+    s_lower: bool,
+    unit: bool,
+) -> CResult<InstId> {
+    let rdims = rw.arr(rhs)?.dims;
+    let r = rdims.len();
+    let starts: Vec<i64> = (0..m).step_by(BLOCK as usize).collect();
+    let order: Vec<usize> = if s_lower {
+        (0..starts.len()).collect()
+    } else {
+        (0..starts.len()).rev().collect()
+    };
+    let mut xs = vec![None; starts.len()];
+    let batch: Vec<i64> = (0..r as i64 - 2).collect();
+    for (step, &b) in order.iter().enumerate() {
+        let (st, len) = (starts[b], BLOCK.min(m - starts[b]));
+        let rb = band(rw, rhs, st, len, false)?;
+        let srows = band(rw, s, st, len, false)?;
+        let sbb = band(rw, srows, st, len, true)?;
+        let xb = substitute(rw, sbb, rb, len, s_lower, unit)?;
+        xs[b] = Some(xb);
+        if step + 1 < order.len() {
+            let scol = band(rw, s, st, len, true)?;
+            let attrs = Attrs {
+                lhs_batch_dims: Some(batch.clone()),
+                rhs_batch_dims: Some(batch.clone()),
+                lhs_contracting_dims: Some(vec![r as i64 - 1]),
+                rhs_contracting_dims: Some(vec![r as i64 - 2]),
+                operand_precision: Some(vec![Precision::Highest, Precision::Highest]),
+                ..Default::default()
+            };
+            let upd = rw.add(
+                Opcode::Dot,
+                &[scol, xb],
+                attrs,
+                Some(hlo::Shape::Array(hlo::ArrayShape::new(T::F32, &rdims))),
+            )?;
+            rhs = rw.op(Opcode::Subtract, &[rhs, upd])?;
+        }
+    }
+    let xs: Vec<InstId> = xs.into_iter().map(|x| x.expect("every block")).collect();
+    rw.concat(&xs, r as i64 - 2)
 }
 
 /// A `[..., 1, 1]` array as `[...]` (batch dims only).
@@ -346,6 +455,33 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn blocked_triangular_solve_matches_the_evaluator() {
+        let mut g = 11u64;
+        for (left, lower, tr) in [
+            (true, true, "NO_TRANSPOSE"),
+            (false, true, "TRANSPOSE"),
+            (true, false, "ADJOINT"),
+        ] {
+            let bd = if left { "2,70,3" } else { "2,3,70" };
+            let text = format!(
+                "HloModule t\n\nENTRY main {{\n  a = f32[2,70,70]{{2,1,0}} parameter(0)\n  \
+                 b = f32[{bd}]{{2,1,0}} parameter(1)\n  ROOT x = f32[{bd}]{{2,1,0}} \
+                 triangular-solve(a, b), left_side={left}, lower={lower}, transpose_a={tr}\n}}\n"
+            );
+            let a = matrices(2, 70, &mut g);
+            let b: Vec<f32> = (0..420).map(|_| lcg(&mut g)).collect();
+            let bdims = if left { vec![2, 70, 3] } else { vec![2, 3, 70] };
+            check(
+                &text,
+                vec![
+                    hlo::Literal::array(vec![2, 70, 70], hlo::ArrayData::F32(a)),
+                    hlo::Literal::array(bdims, hlo::ArrayData::F32(b)),
+                ],
+            );
         }
     }
 
