@@ -377,7 +377,7 @@ ENTRY main {
 }
 
 #[test]
-fn blocked_triangular_solve_on_chip() {
+fn blocked_triangular_solve_and_cholesky_on_chip() {
     // m = 100: three 32-row blocks and a partial one, their updates on the MXU.
     let text = r#"
 HloModule blk
@@ -397,7 +397,11 @@ ENTRY main {
   c = f32[2,5,100]{2,1,0} parameter(2)
   x = f32[2,100,7]{2,1,0} triangular-solve(a, b), left_side=true, lower=true, transpose_a=NO_TRANSPOSE
   y = f32[2,5,100]{2,1,0} triangular-solve(a, c), left_side=false, lower=false, transpose_a=TRANSPOSE
-  ROOT r = (f32[2,100,7]{2,1,0}, f32[2,5,100]{2,1,0}) tuple(x, y)
+  aat = f32[2,100,100]{2,1,0} dot(a0, a0), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}, operand_precision={highest,highest}
+  s = f32[2,100,100]{2,1,0} add(aat, d)
+  l = f32[2,100,100]{2,1,0} cholesky(s), lower=true
+  u = f32[2,100,100]{2,1,0} cholesky(s), lower=false
+  ROOT r = (f32[2,100,7]{2,1,0}, f32[2,5,100]{2,1,0}, f32[2,100,100]{2,1,0}, f32[2,100,100]{2,1,0}) tuple(x, y, l, u)
 }
 "#;
     close(text, &[1], 1e-4);

@@ -17,15 +17,18 @@
 //! * **blocked triangular-solve** (f32, `m > BLOCK`): diagonal blocks of [`BLOCK`] rows are
 //!   solved as above, in the order the triangle needs; after each, the right-hand sides left
 //!   are updated with one MXU matmul `r −= S[:, blk] · x_blk` (6 bf16 passes: f32 accuracy).
+//! * **blocked cholesky** (f32, `n > BLOCK`): per block column, the diagonal block factored as
+//!   above, the panel below solved against its transpose (`P·L_jj⁻ᵀ`, the substitution above),
+//!   and the trailing matrix updated with one MXU matmul `T −= P·Pᵀ`.
 //!
 //! Cost: `m` steps of about 8 HLO ops each, whose largest are two `m·k` (cholesky `m·m`;
 //! blocked: `BLOCK·k`) VPU ALU ops and two broadcasts, plus row and column picks (constant-start
 //! `dynamic-slice`s: VMEM-to-VMEM DMAs): `O(m)` VPU instructions; unblocked `O(m²k)` element
 //! operations on the VPU, blocked `O(m·BLOCK·k)` on the VPU plus `m/BLOCK` matmuls of
 //! `m × BLOCK × k` on the MXU. Measured (tpu-v4, one 128×128 system, 128 right-hand sides):
-//! 69,263 cycles unblocked, 37,747 blocked; 256×256: 86,889 blocked. Left alone (not supported
-//! on chip yet): f64 or cholesky above [`MAX_UNROLL`], f32 triangular solves above
-//! [`MAX_BLOCKED`] (the masks' `iota` must fit one VPU instruction; a looped version is the
+//! 69,263 cycles unblocked, 37,747 blocked; 256×256: 86,889 blocked; cholesky 256×256: 266,016
+//! unblocked, 115,240 blocked. Left alone (not supported on chip yet): f64 above
+//! [`MAX_UNROLL`], f32 above [`MAX_BLOCKED`] (the masks' `iota` must fit one VPU instruction; a looped version is the
 //! next step), complex types.
 
 use super::rewrite::{run_expander, OpExpander, Rw};
@@ -307,13 +310,38 @@ fn cholesky(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
         return Ok(None);
     }
     let n = sa.dims[r - 1];
-    if n > MAX_UNROLL || n == 0 || sa.dims.contains(&0) {
+    let limit = if ct == T::F32 {
+        MAX_BLOCKED
+    } else {
+        MAX_UNROLL
+    };
+    if n > limit || n == 0 || sa.dims.contains(&0) {
         return Ok(None);
     }
     let lower = i.attrs.lower.unwrap_or(false);
     let dims = sa.dims.clone();
     let a = rw.convert(a, ct)?;
-    let mut res = if lower { a } else { transpose2(rw, a)? };
+    let res = if lower { a } else { transpose2(rw, a)? };
+    let bmap: Vec<i64> = (0..r as i64 - 2).collect();
+    let (l, nan) = if ct == T::F32 && n > BLOCK {
+        factor_blocked(rw, res, n)?
+    } else {
+        factor(rw, res, n)?
+    };
+    let nanv = rw.fconst(ct, f64::NAN)?;
+    let nans = rw.splat(nanv, &dims)?;
+    let bad = rw.bcast(nan, &dims, &bmap)?;
+    let l = rw.op(Opcode::Select, &[bad, nans, l])?;
+    let l = if lower { l } else { transpose2(rw, l)? };
+    Ok(Some(rw.convert(l, sa.ty)?))
+}
+
+/// Unrolled right-looking factorization of the `[..., n, n]` matrix `res` (lower triangle
+/// read): the lower factor (zeros above the diagonal) and a `pred[...]` "some pivot is NaN".
+fn factor(rw: &mut Rw<'_>, mut res: InstId, n: i64) -> CResult<(InstId, InstId)> {
+    let dims = rw.arr(res)?.dims;
+    let r = dims.len();
+    let ct = rw.arr(res)?.ty;
     let bmap: Vec<i64> = (0..r as i64 - 2).collect();
     // Column template: row index of a `[..., n, 1]` column.
     let mut cdims = dims.clone();
@@ -357,12 +385,89 @@ fn cholesky(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
     } else {
         rw.concat(&cols, r as i64 - 1)?
     };
-    let nanv = rw.fconst(ct, f64::NAN)?;
-    let nans = rw.splat(nanv, &dims)?;
-    let bad = rw.bcast(nan.expect("n > 0"), &dims, &bmap)?;
-    let l = rw.op(Opcode::Select, &[bad, nans, l])?;
-    let l = if lower { l } else { transpose2(rw, l)? };
-    Ok(Some(rw.convert(l, sa.ty)?))
+    Ok((l, nan.expect("n > 0")))
+}
+
+/// `x · y` over the last two dimensions (batched), `y` transposed if `ty`, on the MXU at
+/// `HIGHEST` precision.
+fn matmul(rw: &mut Rw<'_>, x: InstId, y: InstId, ty: bool) -> CResult<InstId> {
+    let (dx, dy) = (rw.arr(x)?.dims, rw.arr(y)?.dims);
+    let r = dx.len();
+    let batch: Vec<i64> = (0..r as i64 - 2).collect();
+    let mut od = dx.clone();
+    od[r - 1] = if ty { dy[r - 2] } else { dy[r - 1] };
+    let attrs = Attrs {
+        lhs_batch_dims: Some(batch.clone()),
+        rhs_batch_dims: Some(batch),
+        lhs_contracting_dims: Some(vec![r as i64 - 1]),
+        rhs_contracting_dims: Some(vec![if ty { r as i64 - 1 } else { r as i64 - 2 }]),
+        operand_precision: Some(vec![Precision::Highest, Precision::Highest]),
+        ..Default::default()
+    };
+    rw.add(
+        Opcode::Dot,
+        &[x, y],
+        attrs,
+        Some(hlo::Shape::Array(hlo::ArrayShape::new(T::F32, &od))),
+    )
+}
+
+/// Blocked right-looking f32 factorization: per block column of [`BLOCK`], the diagonal block
+/// factored by [`factor`], the panel below it solved against the block's transpose by
+/// [`substitute`] (`P · L_jjᵀ⁻¹`), and the trailing matrix updated with one MXU matmul
+/// `T −= P·Pᵀ`. Block columns are padded with zeros above and concatenated.
+fn factor_blocked(rw: &mut Rw<'_>, res: InstId, n: i64) -> CResult<(InstId, InstId)> {
+    let dims = rw.arr(res)?.dims;
+    let r = dims.len();
+    let mut trail = res;
+    let mut blocks = Vec::new();
+    let mut nan: Option<InstId> = None;
+    let mut st = 0;
+    while st < n {
+        let len = BLOCK.min(n - st);
+        let rest = n - st - len;
+        // trail is [..., n − st, n − st].
+        let top = band(rw, trail, 0, len, false)?;
+        let d = band(rw, top, 0, len, true)?;
+        let (ljj, bad) = factor(rw, d, len)?;
+        nan = Some(match nan {
+            None => bad,
+            Some(x) => rw.op(Opcode::Or, &[x, bad])?,
+        });
+        let mut parts = Vec::new();
+        if st > 0 {
+            let mut zd = dims.clone();
+            zd[r - 2] = st;
+            zd[r - 1] = len;
+            let z = rw.fconst(T::F32, 0.0)?;
+            parts.push(rw.splat(z, &zd)?);
+        }
+        parts.push(ljj);
+        if rest > 0 {
+            // Panel P = trail[len.., ..len]; L_panel = P · L_jj⁻ᵀ, i.e. L_jj · L_panelᵀ = Pᵀ.
+            let below = band(rw, trail, len, rest, false)?;
+            let p = band(rw, below, 0, len, true)?;
+            let pt = transpose2(rw, p)?;
+            let xt = substitute(rw, ljj, pt, len, true, false)?;
+            let lp = transpose2(rw, xt)?;
+            parts.push(lp);
+            let t2 = band(rw, below, len, rest, true)?;
+            let upd = matmul(rw, lp, lp, true)?;
+            trail = rw.op(Opcode::Subtract, &[t2, upd])?;
+        }
+        blocks.push(if parts.len() == 1 {
+            parts[0]
+        } else {
+            rw.concat(&parts, r as i64 - 2)?
+        });
+        st += len;
+    }
+    let l = if blocks.len() == 1 {
+        blocks[0]
+    } else {
+        rw.concat(&blocks, r as i64 - 1)?
+    };
+    Ok((l, nan.expect("n > 0")))
 }
 
 impl OpExpander for LinalgExpander {
@@ -481,6 +586,22 @@ mod tests {
                     hlo::Literal::array(vec![2, 70, 70], hlo::ArrayData::F32(a)),
                     hlo::Literal::array(bdims, hlo::ArrayData::F32(b)),
                 ],
+            );
+        }
+    }
+
+    #[test]
+    fn blocked_cholesky_matches_the_evaluator() {
+        let mut g = 13u64;
+        for lower in [true, false] {
+            let text = format!(
+                "HloModule c\n\nENTRY main {{\n  a = f32[2,75,75]{{2,1,0}} parameter(0)\n  \
+                 ROOT l = f32[2,75,75]{{2,1,0}} cholesky(a), lower={lower}\n}}\n"
+            );
+            let a = matrices(2, 75, &mut g);
+            check(
+                &text,
+                vec![hlo::Literal::array(vec![2, 75, 75], hlo::ArrayData::F32(a))],
             );
         }
     }
