@@ -271,7 +271,12 @@ fn entry_or<'m, V>(m: &'m mut BTreeMap<String, V>, k: &str, init: impl FnOnce() 
 /// infeed values (a case's `infeed`; none from NumPy files or `--random`).
 type Inputs = (Vec<Vec<Literal>>, Option<Expected>, Vec<Vec<Literal>>);
 
-fn inputs_for(a: &RunArgs, module: &hlo::Module, src: &str) -> anyhow::Result<Inputs> {
+fn inputs_for(
+    a: &RunArgs,
+    module: &hlo::Module,
+    src: &str,
+    c: &Compiled,
+) -> anyhow::Result<Inputs> {
     let replicas = module.num_devices();
     if !a.inputs.is_empty() {
         let p = match crate::npy::classify(&a.inputs)? {
@@ -299,7 +304,13 @@ fn inputs_for(a: &RunArgs, module: &hlo::Module, src: &str) -> anyhow::Result<In
         }
         let expected =
             (!case.outputs.is_empty()).then(|| (case.outputs.clone(), case.check, case.tolerance));
-        return Ok((case.inputs.clone(), expected, case.infeed.clone()));
+        // With host recvs the infeed stream interleaves the case's queues in program order.
+        let infeed = if case.host_recv.iter().any(|q| !q.is_empty()) {
+            crate::hostio::infeed_streams(c, &case).map_err(user)?
+        } else {
+            case.infeed.clone()
+        };
+        return Ok((case.inputs.clone(), expected, infeed));
     }
     Ok((
         random_args(module, a.random.unwrap_or(0))?,
@@ -531,19 +542,14 @@ pub fn execute(
     if c.program.code.iter().any(|i| i.mnemonic() == "infeed") {
         for chip in 0..replicas {
             let r = if functional {
-                let bytes = infeed
+                // A tuple value's leaves follow each other (one `infeed` per leaf).
+                let bytes: Vec<u8> = infeed
                     .get(chip)
                     .into_iter()
                     .flatten()
-                    .map(|l| match l {
-                        Literal::Array(a) => Ok(compiler::io::to_bytes(a)),
-                        _ => Err(ExecError::User(
-                            "an infeed value is a tuple or token (one array per infeed is run)"
-                                .into(),
-                        )),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?
-                    .concat();
+                    .flat_map(leaves)
+                    .flat_map(compiler::io::to_bytes)
+                    .collect();
                 sys.set_infeed(chip, 0, bytes)
             } else {
                 sys.set_infeed_len(chip, 0, u64::MAX / 2)
@@ -584,6 +590,15 @@ pub fn execute(
         results,
         wall_seconds,
     })
+}
+
+/// The array leaves of a literal, in order.
+fn leaves(l: &Literal) -> Vec<&hlo::ArrayLiteral> {
+    match l {
+        Literal::Array(a) => vec![a],
+        Literal::Tuple(ts) => ts.iter().flat_map(leaves).collect(),
+        _ => vec![],
+    }
 }
 
 /// `systole conformance DIR --engine sim`: every case compiled and run on one chip, f32 dots
@@ -656,18 +671,16 @@ fn conformance_case(
         Ok(m) => m,
         Err(e) => return ("error", e.render("module.hlo", &case.module_text)),
     };
-    if !case.infeed.iter().all(|q| q.is_empty()) || !case.host_recv.iter().all(|q| q.is_empty()) {
-        return (
-            "unsupported",
-            "not supported on chip yet: infeed or host transfers".into(),
-        );
-    }
     let c = match compiler::compile(&module, arch, opts) {
         Ok(c) => c,
         Err(e @ compiler::CompileError::NotSupported { .. }) => {
             return ("unsupported", e.render("module.hlo"))
         }
         Err(e) => return ("error", e.render("module.hlo")),
+    };
+    let infeed = match crate::hostio::infeed_streams(&c, &case) {
+        Ok(v) => v,
+        Err(e) => return ("unsupported", e),
     };
     let args: Vec<Vec<Literal>> = if case.inputs.is_empty() {
         vec![Vec::new(); case.devices()]
@@ -683,13 +696,16 @@ fn conformance_case(
             max_cycles: sim::default_max_cycles(&c.program),
             ..Default::default()
         },
-        &[],
+        &infeed,
         None,
         false,
     ) {
         Ok(x) => x,
         Err(ExecError::Check(e)) | Err(ExecError::User(e)) => return ("error", e),
     };
+    if let Err((status, m)) = crate::hostio::check_host_out(&c, &case, &ex.system) {
+        return (status, m);
+    }
     if case.outputs.len() != ex.results.len() {
         return (
             "error",
@@ -760,7 +776,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
     let (args, expected, infeed) = if timing_only {
         (Vec::new(), None, Vec::new())
     } else {
-        inputs_for(&a, &module, &src)?
+        inputs_for(&a, &module, &src, &c)?
     };
     let branches = module.comps.values().any(|comp| {
         comp.insts

@@ -14,6 +14,7 @@ mod cmd_rtl;
 mod cmd_run;
 mod cmd_sim;
 mod cmd_sweep;
+mod hostio;
 mod npy;
 mod op_cost;
 mod scalesim;

@@ -217,6 +217,15 @@ pub fn from_bytes(ty: ElementType, dims: &[usize], b: &[u8]) -> Result<ArrayLite
         T::BF16 => arr!(BF16, u16, |x| bf16::from_bits(u16::from_le_bytes(x))),
         T::F32 => arr!(F32, u32, |x| f32::from_bits(u32::from_le_bytes(x))),
         T::F64 => arr!(F64, u64, |x| f64::from_bits(u64::from_le_bytes(x))),
+        // Real then imaginary part, each an f32 (XLA's layout of c64).
+        T::C64 => ArrayData::C64(
+            b.chunks_exact(8)
+                .map(|c| {
+                    let f = |k: usize| f32::from_le_bytes([c[k], c[k + 1], c[k + 2], c[k + 3]]);
+                    num_complex::Complex32::new(f(0), f(4))
+                })
+                .collect(),
+        ),
         t => {
             return Err(IoError::Mismatch(format!(
                 "element type {t} is not supported on chip yet"

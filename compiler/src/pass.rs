@@ -19,6 +19,13 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::passes::sync_async::SyncAsync),
         Box::new(crate::passes::expand_map::ExpandMap),
         Box::new(crate::passes::inline_calls::InlineCalls),
+        Box::new(crate::passes::batch_norm::BatchNormExpander),
+        Box::new(crate::passes::reduce_precision::ReducePrecisionExpander),
+        Box::new(crate::passes::rng::RngExpander),
+        Box::new(crate::passes::linalg::LinalgExpander),
+        Box::new(crate::passes::complex::ComplexPlanes),
+        Box::new(crate::passes::dynamic_padder::DynamicPadder),
+        Box::new(crate::passes::custom_call::CustomCallExpander),
         Box::new(crate::passes::simplify::Simplify),
         Box::new(crate::passes::dce::Dce),
     ]

@@ -173,6 +173,13 @@ impl Lowerer<'_> {
         if big_st.is_empty() {
             big_st.push(w);
         }
+        // The contiguous run is the innermost kept dimension only if big's innermost
+        // dimension is among the kept ones (a column `[n, 1]` of `[n, m]` is n runs of one
+        // element, `m·w` apart).
+        if big_st.last() != Some(&w) {
+            dims.push((1, 1));
+            big_st.push(w);
+        }
         // Merge a dimension into its inner neighbour when the neighbour is whole.
         let mut k = dims.len() - 1;
         while k > 0 {

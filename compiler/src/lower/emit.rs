@@ -32,6 +32,8 @@ pub enum Queue {
     Vpu,
     /// The infeed queue (host → VMEM, in stream order).
     Infeed,
+    /// The outfeed queue (VMEM → host, in stream order).
+    Outfeed,
 }
 
 pub use isa::Access;
@@ -61,6 +63,9 @@ pub struct Emitter {
     sem_free: [Option<u32>; SEMS],
     regs: [Option<u64>; 32],
     victim: u8,
+    /// Registers an operand of the instruction being built already uses (bit per register):
+    /// never evicted for its other operands, or the earlier operand would move.
+    locked: u32,
     /// Counters for the compile report.
     pub stats: EmitStats,
 }
@@ -93,6 +98,7 @@ impl Emitter {
             sem_free: [Some(0); SEMS],
             regs,
             victim: REG_LO,
+            locked: 0,
             stats: EmitStats::default(),
         }
     }
@@ -104,10 +110,12 @@ impl Emitter {
         self.sem_free = [Some(0); SEMS];
         self.regs = [None; 32];
         self.regs[0] = Some(0);
+        self.locked = 0;
     }
 
     /// Emits a sequencer instruction (no memory effects the emitter tracks).
     pub fn seq(&mut self, i: Inst) -> u32 {
+        self.locked = 0;
         self.b.emit(i)
     }
 
@@ -141,6 +149,7 @@ impl Emitter {
             }
         }
         let pc = self.b.emit(i);
+        self.locked = 0;
         self.pending.push(Pending {
             pc,
             queue,
@@ -225,6 +234,7 @@ impl Emitter {
         debug_assert!(self.pending.is_empty());
         self.regs = [None; 32];
         self.regs[0] = Some(0);
+        self.locked = 0;
     }
 
     /// A register holding a value within `range` below `addr` (loading one if needed).
@@ -235,12 +245,21 @@ impl Emitter {
         for r in REG_LO..=REG_HI {
             if let Some(v) = self.regs[r as usize] {
                 if addr >= v && addr - v < window {
+                    self.locked |= 1 << r;
                     return (SReg(r), (addr - v) as i64);
                 }
             }
         }
-        let r = self.victim;
+        // The next victim round-robin that no operand of this instruction uses.
+        if (REG_LO..=REG_HI).all(|r| self.locked & (1 << r) != 0) {
+            self.locked = 0;
+        }
+        let mut r = self.victim;
+        while self.locked & (1 << r) != 0 {
+            r = if r == REG_HI { REG_LO } else { r + 1 };
+        }
         self.victim = if r == REG_HI { REG_LO } else { r + 1 };
+        self.locked |= 1 << r;
         let base = addr - addr % window;
         self.b.emit(Inst::SLi {
             rd: SReg(r),
@@ -282,5 +301,31 @@ impl Emitter {
         self.b
             .finish()
             .map_err(|e| CompileError::Internal(format!("emitted program is invalid: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_later_operand_never_evicts_an_earlier_operands_base_register() {
+        let mut e = Emitter::new();
+        // Every cache register holds a base; the round-robin victim is s1 again.
+        for k in 1..=u64::from(REG_HI) {
+            let a = e.vaddr(k << 15);
+            assert_eq!(a.base, SReg(k as u8));
+            e.seq(Inst::Nop {});
+        }
+        // The first operand uses s1; the second needs a new base: not in s1 (that would move
+        // the first operand to the second's base).
+        let a = e.vaddr((1 << 15) + 8);
+        let b = e.vaddr(100 << 15);
+        assert_eq!(a.base, SReg(1));
+        assert_ne!(a.base, b.base);
+        // After the instruction, s1 may be reused.
+        e.seq(Inst::Nop {});
+        let c = e.vaddr(200 << 15);
+        assert_ne!(c.base, b.base);
     }
 }

@@ -24,6 +24,7 @@ pub mod dynamic;
 pub mod elementwise;
 pub mod emit;
 pub mod gather;
+pub mod hostio;
 pub mod movement;
 pub mod reduce;
 pub mod scatter;
@@ -130,6 +131,10 @@ pub struct LowerStats {
     pub emit: emit::EmitStats,
     /// The collectives, in program order (for the α-β report).
     pub collectives: Vec<sim::ici_model::Collective>,
+    /// What the infeed stream carries, in program order (infeeds and host recvs).
+    pub host_in: Vec<hostio::HostXfer>,
+    /// What the outfeed stream carries, in program order (outfeeds and host sends).
+    pub host_out: Vec<hostio::HostXfer>,
 }
 
 /// The lowering state of one module.
@@ -401,7 +406,10 @@ impl<'a> Lowerer<'a> {
                         "bitcast-convert changes the byte count".into(),
                     ));
                 }
-                dtype(ty).ok_or_else(|| self.unsupported(format!("element type {ty}")))?;
+                // Complex values are only carried (the complex-planes pass computes on planes).
+                if ty != ElementType::C64 {
+                    dtype(ty).ok_or_else(|| self.unsupported(format!("element type {ty}")))?;
+                }
                 let v = Val::Array(Buf { ty, dims, ..b });
                 self.extend_life(&v, h);
                 Ok(v)
@@ -409,7 +417,8 @@ impl<'a> Lowerer<'a> {
             O::While => control::lower_while(self, h),
             O::Conditional => control::lower_conditional(self, h),
             O::AfterAll => Ok(Val::Token),
-            O::Infeed => self.lower_infeed(h),
+            O::Infeed | O::Outfeed => hostio::lower(self, h)?
+                .ok_or_else(|| CompileError::Internal("host transfer not lowered".into())),
             _ => {
                 if let Some(v) = elementwise::lower(self, h)? {
                     return Ok(v);
@@ -450,10 +459,16 @@ impl<'a> Lowerer<'a> {
                 if let Some(v) = collective::lower(self, h)? {
                     return Ok(v);
                 }
+                if let Some(v) = hostio::lower(self, h)? {
+                    return Ok(v);
+                }
                 if let Some(v) = sendrecv::lower(self, h)? {
                     return Ok(v);
                 }
-                Err(self.unsupported(inst.opcode.name().to_string()))
+                Err(self.unsupported(match &inst.attrs.custom_call_target {
+                    Some(t) if inst.opcode == O::CustomCall => format!("custom-call target {t:?}"),
+                    _ => inst.opcode.name().to_string(),
+                }))
             }
         }
     }
@@ -461,38 +476,6 @@ impl<'a> Lowerer<'a> {
     /// A "not supported on chip yet" error at the current instruction.
     pub(crate) fn unsupported(&self, what: impl Into<String>) -> CompileError {
         CompileError::unsupported(what, self.span)
-    }
-
-    /// `infeed`: the next bytes of the core's host stream (row-major, little-endian, as
-    /// `compiler::io` lays out arrays) into a new VMEM buffer by one `infeed` instruction; the
-    /// result is (data, token). One array per infeed (a tuple of arrays is not lowered yet).
-    fn lower_infeed(&mut self, h: InstId) -> CResult<Val> {
-        let inst = &self.comp().insts[h];
-        let data = inst.shape.as_tuple().and_then(|t| t.first()).cloned();
-        let Some(a) = data.as_ref().and_then(|s| s.as_array()) else {
-            return Err(self.unsupported("infeed of a tuple (one array per infeed is lowered)"));
-        };
-        if a.is_dynamic() {
-            return Err(self.unsupported("dynamic dimensions"));
-        }
-        let out = self.new_buf(h, a.ty, a.udims())?;
-        let len = out.bytes();
-        let n = u32::try_from(len).map_err(|_| self.unsupported("an infeed of 4 GiB or more"))?;
-        if n > 0 {
-            let dst = self.e.memref(Space::Vmem, out.addr);
-            self.e.unit(
-                Inst::Infeed {
-                    dst,
-                    len: n,
-                    wait: None,
-                    signal: None,
-                },
-                Queue::Infeed,
-                &[],
-                &[Access::vmem(out.addr, len)],
-            );
-        }
-        Ok(Val::Tuple(vec![Val::Array(out), Val::Token]))
     }
 
     /// The value of an already lowered instruction.
@@ -558,7 +541,8 @@ impl<'a> Lowerer<'a> {
         a.last_use = a.last_use.max(pos);
     }
 
-    fn extend_life(&mut self, v: &Val, user: InstId) {
+    /// Keeps the buffers of `v` allocated as long as `user` is live.
+    pub(crate) fn extend_life(&mut self, v: &Val, user: InstId) {
         let lu = self.last_use[user.index()];
         match v {
             Val::Array(b) => {
@@ -832,7 +816,10 @@ impl<'a> Lowerer<'a> {
                 if a.is_dynamic() {
                     return Err(self.unsupported("dynamic dimensions"));
                 }
-                dtype(a.ty).ok_or_else(|| self.unsupported(format!("element type {}", a.ty)))?;
+                if a.ty != ElementType::C64 {
+                    dtype(a.ty)
+                        .ok_or_else(|| self.unsupported(format!("element type {}", a.ty)))?;
+                }
                 let buf = self.new_buf(p, a.ty, a.udims())?;
                 let addr = self.hbm_slot(buf.bytes(), name)?;
                 self.dma((Space::Vmem, buf.addr), (Space::Hbm, addr), buf.bytes())?;

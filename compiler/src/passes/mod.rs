@@ -1,8 +1,16 @@
 //! HLO-to-HLO passes, one file each, run in the order of [`crate::pass::pipeline`].
 
+pub mod batch_norm;
+pub mod complex;
+pub mod custom_call;
 pub mod dce;
+pub mod dynamic_padder;
 pub mod expand_map;
 pub mod inline_calls;
+pub mod linalg;
+pub mod reduce_precision;
+pub(crate) mod rewrite;
+pub mod rng;
 pub mod simplify;
 pub mod sync_async;
 
