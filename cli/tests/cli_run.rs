@@ -45,7 +45,7 @@ fn run_with_one_bf16_pass_misses_the_f32_tolerance_and_exits_1() {
 fn an_op_not_lowered_yet_is_exit_2_with_its_place() {
     let o = systole(&[
         "compile",
-        "tests/conformance/cholesky/module.hlo",
+        "tests/conformance/custom_call_opaque/module.hlo",
         "--arch",
         "tpu-v4",
     ]);
@@ -53,7 +53,7 @@ fn an_op_not_lowered_yet_is_exit_2_with_its_place() {
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
     assert!(
         err.contains(
-            "tests/conformance/cholesky/module.hlo:10:3: error: not supported on chip yet: cholesky"
+            "tests/conformance/custom_call_opaque/module.hlo:5:8: error: not supported on chip yet: custom-call target \"my_custom_op\""
         ),
         "{err}"
     );

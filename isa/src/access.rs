@@ -48,6 +48,28 @@ impl Access {
             rows,
         }
     }
+    /// `rows` runs of `row_bytes` bytes starting `stride` apart in `space`, as the exact set of
+    /// bytes: runs that touch or overlap (`stride <= row_bytes`, `stride` 0 included) are one
+    /// contiguous run from the first byte of the first to the last byte of the last.
+    pub fn runs(space: Space, start: u64, row_bytes: u64, stride: u64, rows: u64) -> Access {
+        if rows > 1 && stride < row_bytes {
+            let len = (rows - 1) * stride + row_bytes;
+            return Access {
+                space,
+                start,
+                row_bytes: len,
+                stride: len,
+                rows: 1,
+            };
+        }
+        Access {
+            space,
+            start,
+            row_bytes,
+            stride: stride.max(row_bytes),
+            rows,
+        }
+    }
     fn end(&self) -> u64 {
         self.start + self.rows.saturating_sub(1) * self.stride + self.row_bytes
     }
@@ -94,5 +116,21 @@ mod tests {
         assert!(a.overlaps(&Access::vmem(64 * 3 + 15, 1)));
         assert!(!a.overlaps(&Access::vmem(64 * 3 + 16, 1)));
         assert!(!a.overlaps(&Access::hbm(0, 16)));
+    }
+
+    #[test]
+    fn overlapping_rows_are_their_exact_union() {
+        // Conv rows: 8 runs of 48 bytes, 16 apart, cover bytes 0..160 and nothing past them.
+        let a = Access::runs(Space::Vmem, 0, 48, 16, 8);
+        assert_eq!((a.start, a.row_bytes, a.rows), (0, 160, 1));
+        assert!(!a.overlaps(&Access::vmem(160, 64)));
+        assert!(a.overlaps(&Access::vmem(159, 1)));
+        // A repeated row (stride 0) is the row once.
+        assert_eq!(Access::runs(Space::Vmem, 64, 32, 0, 5).row_bytes, 32);
+        // Rows apart stay strided.
+        assert_eq!(
+            Access::runs(Space::Vmem, 0, 16, 64, 8),
+            Access::vmem_rows(0, 16, 64, 8)
+        );
     }
 }

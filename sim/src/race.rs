@@ -149,13 +149,7 @@ pub fn dma_side(space: Space, base: u64, desc: &isa::DmaDesc, src: bool) -> Opti
         if start < 0 {
             return None;
         }
-        out.push(Access {
-            space,
-            start: start as u64,
-            row_bytes: len,
-            stride: stride.max(len),
-            rows,
-        });
+        out.push(Access::runs(space, start as u64, len, stride, rows));
         for (k, d) in outer.iter().enumerate() {
             idx[k] += 1;
             if idx[k] < d.count as u64 {

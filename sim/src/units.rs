@@ -309,7 +309,7 @@ impl Chip {
         use isa::Access;
         let a = cmd.a;
         let rows = |start: u64, row: u64, stride: u64, n: u64| {
-            Access::vmem_rows(start, row, stride.max(row), n)
+            Access::runs(isa::Space::Vmem, start, row, stride, n)
         };
         let mut t = Vec::new();
         match cmd.inst {

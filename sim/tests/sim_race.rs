@@ -134,3 +134,19 @@ fn latent_race_without_overlap_in_time_is_reported() {
         assert!(m.contains("write/read") && m.contains("latent race"), "{m}");
     }
 }
+
+/// A matmul whose rows overlap (row stride 2 < row length 8, as convolution rows are read)
+/// reads exactly bytes 0..22: a VPU write just past them is no race, one inside them is.
+#[test]
+fn overlapping_matmul_rows_cover_exactly_their_union() {
+    let prog = |at: u32| {
+        format!(
+            "    s.li s1, 128\n    mxu.ldw [s1], mxu=0, k=8, n=8, stride=8, mode=int8\n    mxu.matmul [s0], acc[s0], mxu=0, m=8, k=8, stride=2, mode=int8, accumulate=0\n    vpu.splat [s0+{at}], s0, n=16, t=s32\n    fence\n    halt\n"
+        )
+    };
+    for functional in [true, false] {
+        run(&prog(24), functional).unwrap();
+        let m = race_of(&prog(20), functional);
+        assert!(m.contains("mxu.matmul") && m.contains("vpu.splat"), "{m}");
+    }
+}
