@@ -109,11 +109,11 @@ impl IoMap {
                 token(node, path);
                 continue;
             };
-            let ty = ElementType::from_name(a.dtype.name()).ok_or_else(|| {
+            let ty = ElementType::from_name(a.type_name()).ok_or_else(|| {
                 IoError::Mismatch(format!(
                     "region `{}`: element type {}",
                     r.name,
-                    a.dtype.name()
+                    a.type_name()
                 ))
             })?;
             if a.minor_to_major

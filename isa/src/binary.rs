@@ -14,7 +14,7 @@
 //! * `SYMS`: u32 n, then n × (start u32, end u32, name).
 //! * `SEMS`: u32 n, then n × (sem u8, wait u32, signal u32, shared u8).
 //! * `REGX`: what is known about regions beyond their place (after `REGN`): u32 n, then
-//!   n × (region index u32, flags u8; if flags & 1: dtype u8, rank u8, rank × dim u64,
+//!   n × (region index u32, flags u8; if flags & 1: dtype u8 (+0x80: complex pairs), rank u8, rank × dim u64,
 //!   rank × minor-to-major u8; if flags & 2: kind u8 (0 param, 1 result), number u32, depth u8,
 //!   depth × tuple index u32; if flags & 4: live from u32, to u32). Older files without it read
 //!   as regions with nothing known.
@@ -103,7 +103,7 @@ impl Program {
                             | (r.live.is_some() as u8) << 2;
                         b.push(flags);
                         if let Some(a) = &r.array {
-                            b.push(a.dtype as u8);
+                            b.push(a.dtype as u8 | if a.complex { 0x80 } else { 0 });
                             b.push(a.dims.len() as u8);
                             for &d in &a.dims {
                                 put_u64(&mut b, d);
@@ -263,7 +263,8 @@ fn read_section(s: &mut Cursor, which: usize, p: &mut Program) -> Result<(), Pro
                     ));
                 }
                 if flags & 1 != 0 {
-                    let code = s.take(1)?[0];
+                    let byte = s.take(1)?[0];
+                    let (code, complex) = (byte & 0x7f, byte & 0x80 != 0);
                     let dtype = DType::ALL
                         .iter()
                         .copied()
@@ -277,6 +278,7 @@ fn read_section(s: &mut Cursor, which: usize, p: &mut Program) -> Result<(), Pro
                     let minor_to_major = s.take(rank)?.to_vec();
                     p.regions[i].array = Some(RegionArray {
                         dtype,
+                        complex,
                         dims,
                         minor_to_major,
                     });

@@ -193,8 +193,11 @@ impl Region {
 /// `{1,0}` is row-major for rank 2). Text form: `f32[4,8]{1,0}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegionArray {
-    /// Element type.
+    /// Element type (of each part, for a complex array).
     pub dtype: DType,
+    /// Complex: each element is a (real, imaginary) pair of `dtype` (`c64` is f32 pairs,
+    /// `c128` f64 pairs).
+    pub complex: bool,
     /// Dimensions.
     pub dims: Vec<u64>,
     /// Dimension numbers from most minor to most major (a permutation of `0..dims.len()`).
@@ -207,8 +210,17 @@ impl RegionArray {
         let minor_to_major = (0..dims.len() as u8).rev().collect();
         RegionArray {
             dtype,
+            complex: false,
             dims,
             minor_to_major,
+        }
+    }
+    /// The element type's name (`f32`, or `c64` for complex f32).
+    pub fn type_name(&self) -> &'static str {
+        match (self.complex, self.dtype) {
+            (true, DType::F32) => "c64",
+            (true, DType::F64) => "c128",
+            (_, d) => d.name(),
         }
     }
     /// Elements.
@@ -217,19 +229,27 @@ impl RegionArray {
     }
     /// Bytes (`None` on overflow).
     pub fn bytes(&self) -> Option<u64> {
-        self.elems()?.checked_mul(self.dtype.bytes())
+        self.elems()?
+            .checked_mul(self.dtype.bytes() * if self.complex { 2 } else { 1 })
     }
     /// Text form, `f32[4,8]{1,0}`.
     pub fn text(&self) -> String {
         let d: Vec<String> = self.dims.iter().map(u64::to_string).collect();
         let l: Vec<String> = self.minor_to_major.iter().map(u8::to_string).collect();
-        format!("{}[{}]{{{}}}", self.dtype.name(), d.join(","), l.join(","))
+        format!("{}[{}]{{{}}}", self.type_name(), d.join(","), l.join(","))
     }
     /// Parses the text form (the layout may be left out: row-major).
     pub fn parse(s: &str) -> Result<RegionArray, String> {
         let bad = || format!("expected an array type like f32[4,8]{{1,0}}, got `{s}`");
         let (ty, rest) = s.split_once('[').ok_or_else(bad)?;
-        let dtype = DType::from_name(ty).ok_or_else(|| format!("unknown element type `{ty}`"))?;
+        let (dtype, complex) = match ty {
+            "c64" => (DType::F32, true),
+            "c128" => (DType::F64, true),
+            _ => (
+                DType::from_name(ty).ok_or_else(|| format!("unknown element type `{ty}`"))?,
+                false,
+            ),
+        };
         let (dims, rest) = rest.split_once(']').ok_or_else(bad)?;
         let dims: Vec<u64> = if dims.is_empty() {
             Vec::new()
@@ -258,12 +278,19 @@ impl RegionArray {
         };
         Ok(RegionArray {
             dtype,
+            complex,
             dims,
             minor_to_major,
         })
     }
     /// What is wrong with it as the contents of `size` bytes, if anything.
     pub fn check(&self, size: u64) -> Option<String> {
+        if self.complex && !matches!(self.dtype, DType::F32 | DType::F64) {
+            return Some(format!(
+                "complex {} (only f32 and f64 pairs)",
+                self.dtype.name()
+            ));
+        }
         let mut seen = vec![false; self.dims.len()];
         let perm = self.minor_to_major.len() == self.dims.len()
             && self.minor_to_major.iter().all(|&d| {

@@ -1021,8 +1021,14 @@ impl<'a> Lowerer<'a> {
             match p {
                 Place::Array(s) => {
                     let mut r = isa::Region::plain(label, Space::Hbm, s.addr, s.bytes());
-                    r.array = dtype(s.ty).map(|d| {
-                        isa::RegionArray::row_major(d, s.dims.iter().map(|&x| x as u64).collect())
+                    let (part, complex) = match s.ty {
+                        ElementType::C64 => (Some(DType::F32), true),
+                        ElementType::C128 => (Some(DType::F64), true),
+                        t => (dtype(t), false),
+                    };
+                    r.array = part.map(|d| isa::RegionArray {
+                        complex,
+                        ..isa::RegionArray::row_major(d, s.dims.iter().map(|&x| x as u64).collect())
                     });
                     r.io = Some(io);
                     out.push(r);

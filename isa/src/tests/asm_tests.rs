@@ -137,9 +137,12 @@ fn errors_point_at_the_token() {
     let (_, c, m) = err(".region \"a\" hbm 0 64 f32[4,4]{1,1}\n");
     assert_eq!(c, 22);
     assert!(m.contains("not a permutation"), "{m}");
+    let (_, c, m) = err(".region \"a\" hbm 0 4 c32[1]\n");
+    assert_eq!(c, 21);
+    assert!(m.contains("unknown element type `c32`"), "{m}");
     let (_, c, m) = err(".region \"a\" hbm 0 4 c64[1]\n");
     assert_eq!(c, 21);
-    assert!(m.contains("unknown element type `c64`"), "{m}");
+    assert!(m.contains("c64[1]{0} is 8 bytes, the region 4"), "{m}");
     let (l, c, m) = err(".region \"a\" hbm 0 4 io=param0\n.region \"b\" hbm 4 4 io=param0\n");
     assert_eq!((l, c), (2, 21));
     assert!(m.contains("held by two regions"), "{m}");
@@ -283,6 +286,7 @@ fn region_annotations_round_trip_and_give_vmem_occupancy() {
                 .region \"t0\" vmem 0 128 live=1..3\n\
                 .region \"t1\" vmem 0 64 bf16[32]{0} live=2..4\n\
                 .region \"img\" vmem 4096 16\n\
+                .region \"z\" hbm 128 16 c64[2]\n\
                 nop\nnop\nnop\nnop\nhalt\n";
     let p = assemble(text).unwrap();
     assert_eq!(
@@ -298,7 +302,11 @@ fn region_annotations_round_trip_and_give_vmem_occupancy() {
         p.live_bytes_by_pc(crate::Space::Vmem),
         vec![16, 144, 208, 80, 16]
     );
-    assert_eq!(p.live_bytes_by_pc(crate::Space::Hbm), vec![72; 5]);
+    assert_eq!(p.live_bytes_by_pc(crate::Space::Hbm), vec![88; 5]);
+    assert_eq!(
+        p.region("z").unwrap().array.as_ref().unwrap().text(),
+        "c64[2]{0}"
+    );
     let again = assemble(&disasm(&p)).unwrap();
     assert_eq!(again, p);
     assert_eq!(Program::from_bytes(&p.to_bytes().unwrap()).unwrap(), p);
