@@ -27,6 +27,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::passes::dynamic_padder::DynamicPadder),
         Box::new(crate::passes::custom_call::CustomCallExpander),
         Box::new(crate::passes::simplify::Simplify),
+        Box::new(crate::passes::cse::Cse),
         Box::new(crate::passes::dce::Dce),
     ]
 }
