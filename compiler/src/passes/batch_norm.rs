@@ -120,7 +120,10 @@ impl OpExpander for BatchNormExpander {
         let Some(cx) = ctx(rw, &i)? else {
             return Ok(None);
         };
-        let eps = i.attrs.epsilon.unwrap_or(0.0) as f64;
+        let hlo::View::BatchNorm { epsilon, .. } = i.view() else {
+            return Ok(None);
+        };
+        let eps = epsilon as f64;
         let ops: Vec<InstId> = i
             .operands
             .iter()

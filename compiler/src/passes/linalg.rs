@@ -318,7 +318,9 @@ fn cholesky(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
     if n > limit || n == 0 || sa.dims.contains(&0) {
         return Ok(None);
     }
-    let lower = i.attrs.lower.unwrap_or(false);
+    let hlo::View::Cholesky { lower } = i.view() else {
+        return Ok(None);
+    };
     let dims = sa.dims.clone();
     let a = rw.convert(a, ct)?;
     let res = if lower { a } else { transpose2(rw, a)? };

@@ -258,7 +258,9 @@ impl OpExpander for BitGen {
         let words = st.dims[0];
         let word = |rw: &mut Rw<'_>, j: i64| rw.slice(state, &[j], &[j + 1]);
         let key1 = word(rw, 0)?;
-        let alg = i.attrs.rng_algorithm.unwrap_or(RngAlgorithm::Default);
+        let hlo::View::RngBitGenerator { algorithm: alg } = i.view() else {
+            return Ok(None);
+        };
         match alg {
             RngAlgorithm::ThreeFry => {
                 if words != 2 {

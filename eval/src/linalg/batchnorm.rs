@@ -68,7 +68,11 @@ fn per_feature(
 }
 
 fn epsilon(attrs: &Attrs) -> f64 {
-    attrs.epsilon.unwrap_or(0.0) as f64
+    // The same epsilon for the three opcodes: the view's default.
+    match hlo::View::of(hlo::Opcode::BatchNormInference, attrs) {
+        hlo::View::BatchNorm { epsilon, .. } => epsilon as f64,
+        _ => attrs.epsilon.unwrap_or(0.0) as f64,
+    }
 }
 
 fn write(v: Vec<f64>, dims: &[usize], ty: ElementType) -> KResult<ArrayLiteral> {

@@ -156,7 +156,9 @@ pub fn cholesky(a: &ArrayLiteral, attrs: &Attrs, out: &ArrayShape) -> KResult<Ar
     }
     check_result("cholesky", out, &a.dims, a.element_type())?;
     let n = a.dims[r - 1];
-    let lower = attrs.lower.unwrap_or(false);
+    let hlo::View::Cholesky { lower } = hlo::View::of(hlo::Opcode::Cholesky, attrs) else {
+        unreachable!("every cholesky has a view")
+    };
     let v = Values::read(&a.data, Domain::of(a.element_type())?)?;
     let res = match v {
         Values::F32(x) => Values::F32(batched(&x, n, lower)),

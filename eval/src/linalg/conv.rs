@@ -153,8 +153,10 @@ fn geometry(lhs: &[usize], rhs: &[usize], attrs: &Attrs, p: &Perms) -> KResult<G
         .zip(&win)
         .map(|(&i, w)| out_size(i, w))
         .collect::<KResult<Vec<_>>>()?;
-    let groups = attrs.feature_group_count.unwrap_or(1);
-    let batch_groups = attrs.batch_group_count.unwrap_or(1);
+    let hlo::View::Convolution(view) = hlo::View::of(hlo::Opcode::Convolution, attrs) else {
+        return Err(KernelError::invalid("convolution: no dim_labels"));
+    };
+    let (groups, batch_groups) = (view.feature_group_count, view.batch_group_count);
     if groups < 1 || batch_groups < 1 {
         return Err(KernelError::invalid(
             "convolution: group counts must be >= 1",

@@ -226,7 +226,11 @@ fn bits_to_data(v: &[u64], ty: ElementType) -> KResult<ArrayData> {
 
 /// Evaluates `rng-bit-generator(state)` into the declared `(state, data)` tuple shape.
 pub fn rng_bit_generator(state: &ArrayLiteral, attrs: &Attrs, out: &Shape) -> KResult<Literal> {
-    let alg = attrs.rng_algorithm.unwrap_or(RngAlgorithm::Default);
+    let hlo::View::RngBitGenerator { algorithm: alg } =
+        hlo::View::of(hlo::Opcode::RngBitGenerator, attrs)
+    else {
+        unreachable!("every rng-bit-generator has a view")
+    };
     let ArrayData::U64(s) = &state.data else {
         return Err(KernelError::invalid(format!(
             "rng-bit-generator: state must be u64[2] or u64[3], got {}",
