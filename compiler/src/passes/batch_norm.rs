@@ -221,12 +221,7 @@ ENTRY main {
 
     #[test]
     fn expands_every_batch_norm_into_ops_that_compute_the_same() {
-        let m = hlo::parse(TEXT).unwrap();
-        hlo::verify(&m).unwrap();
-        let mut x = m.clone();
-        assert!(BatchNormExpander.run(&mut x).unwrap());
-        crate::passes::dce::Dce.run(&mut x).unwrap();
-        hlo::verify(&x).unwrap();
+        let (m, x) = crate::passes::testing::expand(TEXT, &[&BatchNormExpander]);
         let left: Vec<Opcode> = x.entry().insts.values().map(|i| i.opcode).collect();
         assert!(!left.iter().any(|o| matches!(
             o,
@@ -252,12 +247,7 @@ ENTRY main {
                 hlo::Literal::array(s.as_array().unwrap().udims(), hlo::ArrayData::F32(v))
             })
             .collect();
-        let want = eval::evaluate(&hlo::verified(m.clone()).unwrap(), &args).unwrap();
-        let have = eval::evaluate(&hlo::verified(x.clone()).unwrap(), &args).unwrap();
-        let tol = eval::case::Tolerance {
-            rtol: 1e-5,
-            atol: 1e-5,
-        };
-        eval::case::check_value(eval::case::Check::Close, tol, None, &want, &have).unwrap();
+        let (want, have) = crate::passes::testing::eval_both(&m, &x, &args);
+        crate::passes::testing::assert_matches(eval::case::Check::Close, 1e-5, &want, &have);
     }
 }

@@ -467,15 +467,10 @@ mod tests {
     use super::*;
 
     fn check(text: &str, args: Vec<Literal>, tol: f64) {
-        let m = hlo::parse(text).unwrap();
-        hlo::verify(&m).unwrap();
-        let mut x = m.clone();
-        crate::passes::inline_calls::InlineCalls
-            .run(&mut x)
-            .unwrap();
-        assert!(ComplexPlanes.run(&mut x).unwrap());
-        crate::passes::dce::Dce.run(&mut x).unwrap();
-        hlo::verify(&x).unwrap();
+        let (m, x) = crate::passes::testing::expand(
+            text,
+            &[&crate::passes::inline_calls::InlineCalls, &ComplexPlanes],
+        );
         // Nothing computes on c64 any more but the splits and joins.
         for i in x.entry().insts.values() {
             if is_c64(&i.shape) {
@@ -486,13 +481,8 @@ mod tests {
                 );
             }
         }
-        let want = eval::evaluate(&hlo::verified(m.clone()).unwrap(), &args).unwrap();
-        let have = eval::evaluate(&hlo::verified(x.clone()).unwrap(), &args).unwrap();
-        let tol = eval::case::Tolerance {
-            rtol: tol,
-            atol: tol,
-        };
-        eval::case::check_value(eval::case::Check::Close, tol, None, &want, &have).unwrap();
+        let (want, have) = crate::passes::testing::eval_both(&m, &x, &args);
+        crate::passes::testing::assert_matches(eval::case::Check::Close, tol, &want, &have);
     }
 
     fn data(n: usize, g: &mut u64) -> Vec<f32> {

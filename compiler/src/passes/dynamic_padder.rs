@@ -252,12 +252,7 @@ ENTRY main {
   ROOT t = (f32[4]{0}, s32[], s32[]) tuple(rows, g, g0)
 }
 "#;
-        let m = hlo::parse(text).unwrap();
-        hlo::verify(&m).unwrap();
-        let mut x = m.clone();
-        assert!(DynamicPadder.run(&mut x).unwrap());
-        crate::passes::dce::Dce.run(&mut x).unwrap();
-        hlo::verify(&x).unwrap();
+        let (m, x) = crate::passes::testing::expand(text, &[&DynamicPadder]);
         assert!(!x.entry().insts.values().any(|i| is_dynamic(&i.shape)));
         let v: Vec<f32> = (0..24).map(|k| k as f32 * 0.5 - 3.0).collect();
         for n in [0, 3, 6] {
@@ -265,8 +260,7 @@ ENTRY main {
                 hlo::Literal::array(vec![4, 6], hlo::ArrayData::F32(v.clone())),
                 hlo::Literal::scalar_s32(n),
             ];
-            let want = eval::evaluate(&hlo::verified(m.clone()).unwrap(), &args).unwrap();
-            let have = eval::evaluate(&hlo::verified(x.clone()).unwrap(), &args).unwrap();
+            let (want, have) = crate::passes::testing::eval_both(&m, &x, &args);
             assert_eq!(want, have, "n = {n}");
         }
     }

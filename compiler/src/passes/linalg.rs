@@ -515,24 +515,14 @@ mod tests {
     }
 
     fn check(text: &str, args: Vec<hlo::Literal>) {
-        let m = hlo::parse(text).unwrap();
-        hlo::verify(&m).unwrap();
-        let mut x = m.clone();
-        assert!(LinalgExpander.run(&mut x).unwrap());
-        crate::passes::dce::Dce.run(&mut x).unwrap();
-        hlo::verify(&x).unwrap();
+        let (m, x) = crate::passes::testing::expand(text, &[&LinalgExpander]);
         assert!(!x
             .entry()
             .insts
             .values()
             .any(|i| matches!(i.opcode, Opcode::TriangularSolve | Opcode::Cholesky)));
-        let want = eval::evaluate(&hlo::verified(m.clone()).unwrap(), &args).unwrap();
-        let have = eval::evaluate(&hlo::verified(x.clone()).unwrap(), &args).unwrap();
-        let tol = eval::case::Tolerance {
-            rtol: 1e-5,
-            atol: 1e-5,
-        };
-        eval::case::check_value(eval::case::Check::Close, tol, None, &want, &have).unwrap();
+        let (want, have) = crate::passes::testing::eval_both(&m, &x, &args);
+        crate::passes::testing::assert_matches(eval::case::Check::Close, 1e-5, &want, &have);
     }
 
     #[test]

@@ -51,3 +51,42 @@ pub(crate) fn replace_uses(c: &mut Computation, old: InstId, new: InstId) {
         c.root = new;
     }
 }
+
+/// What the expander tests share: expand a module, check it still verifies, and run the
+/// original and the expansion on the evaluator.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::pass::Pass;
+    use hlo::{Literal, Module};
+
+    /// Parses and verifies `text`; runs `passes` and then DCE on a copy; the last pass must
+    /// change it and the copy must verify. Returns (original, expanded).
+    pub fn expand(text: &str, passes: &[&dyn Pass]) -> (Module, Module) {
+        let m = hlo::parse(text).unwrap();
+        hlo::verify(&m).unwrap();
+        let mut x = m.clone();
+        let mut changed = false;
+        for p in passes {
+            changed = p.run(&mut x).unwrap();
+        }
+        assert!(changed, "the expander changed nothing");
+        super::dce::Dce.run(&mut x).unwrap();
+        hlo::verify(&x).unwrap();
+        (m, x)
+    }
+
+    /// The evaluator's results of `m` and `x` on `args`: (want, have).
+    pub fn eval_both(m: &Module, x: &Module, args: &[Literal]) -> (Literal, Literal) {
+        let run = |m: &Module| eval::evaluate(&hlo::verified(m.clone()).unwrap(), args).unwrap();
+        (run(m), run(x))
+    }
+
+    /// `have` equals `want` under `check` with `rtol = atol = tol`.
+    pub fn assert_matches(check: eval::case::Check, tol: f64, want: &Literal, have: &Literal) {
+        let tol = eval::case::Tolerance {
+            rtol: tol,
+            atol: tol,
+        };
+        eval::case::check_value(check, tol, None, want, have).unwrap();
+    }
+}

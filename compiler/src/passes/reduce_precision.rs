@@ -131,12 +131,7 @@ ENTRY main {
   ROOT r = (f32[24]{0}, f32[24]{0}, f32[24]{0}, f32[24]{0}) tuple(a, b, c, d)
 }
 "#;
-        let m = hlo::parse(text).unwrap();
-        hlo::verify(&m).unwrap();
-        let mut x = m.clone();
-        assert!(ReducePrecisionExpander.run(&mut x).unwrap());
-        crate::passes::dce::Dce.run(&mut x).unwrap();
-        hlo::verify(&x).unwrap();
+        let (m, x) = crate::passes::testing::expand(text, &[&ReducePrecisionExpander]);
         assert!(!x
             .entry()
             .insts
@@ -169,8 +164,7 @@ ENTRY main {
             2.5,
         ];
         let args = vec![hlo::Literal::array(vec![24], hlo::ArrayData::F32(v))];
-        let want = eval::evaluate(&hlo::verified(m.clone()).unwrap(), &args).unwrap();
-        let have = eval::evaluate(&hlo::verified(x.clone()).unwrap(), &args).unwrap();
+        let (want, have) = crate::passes::testing::eval_both(&m, &x, &args);
         let bits = |l: &hlo::Literal| -> Vec<u32> {
             l.as_tuple()
                 .unwrap()

@@ -625,24 +625,14 @@ mod tests {
     use super::*;
 
     fn check(text: &str, args: Vec<hlo::Literal>) {
-        let m = hlo::parse(text).unwrap();
-        hlo::verify(&m).unwrap();
-        let mut x = m.clone();
-        assert!(RngExpander.run(&mut x).unwrap());
-        crate::passes::dce::Dce.run(&mut x).unwrap();
-        hlo::verify(&x).unwrap();
+        let (m, x) = crate::passes::testing::expand(text, &[&RngExpander]);
         assert!(!x
             .entry()
             .insts
             .values()
             .any(|i| matches!(i.opcode, Opcode::Rng | Opcode::RngBitGenerator)));
-        let want = eval::evaluate(&hlo::verified(m.clone()).unwrap(), &args).unwrap();
-        let have = eval::evaluate(&hlo::verified(x.clone()).unwrap(), &args).unwrap();
-        let tol = eval::case::Tolerance {
-            rtol: 0.0,
-            atol: 0.0,
-        };
-        eval::case::check_value(eval::case::Check::Exact, tol, None, &want, &have).unwrap();
+        let (want, have) = crate::passes::testing::eval_both(&m, &x, &args);
+        crate::passes::testing::assert_matches(eval::case::Check::Exact, 0.0, &want, &have);
     }
 
     #[test]
