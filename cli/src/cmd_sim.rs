@@ -340,7 +340,11 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
     }
     a.trace_opts.check()?;
     let prog = load_program(&a.input)?;
-    let vmem_live = vmem_plan(&prog);
+    let vmem_live = if a.trace.is_some() {
+        vmem_plan(&prog)
+    } else {
+        Vec::new()
+    };
     let io = io_of(&a, &prog)?;
     let args = match &io {
         Some(io) if !a.inputs.is_empty() => read_args(&a.inputs, io, &prog)?,

@@ -87,6 +87,20 @@ impl IoMap {
         let mut result = Node::default();
         for r in &p.regions {
             let Some(io) = &r.io else { continue };
+            // The tree this place belongs to (parameter numbers are bounded: no huge Vec).
+            let node = match io {
+                isa::RegionIo::Param { number, .. } => {
+                    let k = *number as usize;
+                    if k >= 1 << 16 {
+                        return Err(IoError::Mismatch(format!("parameter number {k}")));
+                    }
+                    if params.len() <= k {
+                        params.resize_with(k + 1, Node::default);
+                    }
+                    &mut params[k]
+                }
+                isa::RegionIo::Result { .. } => &mut result,
+            };
             let Some(a) = r.array.as_ref() else {
                 // A token leaf: a place with no bytes.
                 if r.size != 0 {
@@ -96,17 +110,7 @@ impl IoMap {
                         io.text()
                     )));
                 }
-                let (node, path) = match io {
-                    isa::RegionIo::Param { number, index } => {
-                        let k = (*number as usize).min(1 << 16);
-                        if params.len() <= k {
-                            params.resize_with(k + 1, Node::default);
-                        }
-                        (&mut params[k], index)
-                    }
-                    isa::RegionIo::Result { index } => (&mut result, index),
-                };
-                token(node, path);
+                token(node, io.index());
                 continue;
             };
             let ty = ElementType::from_name(a.type_name()).ok_or_else(|| {
@@ -133,19 +137,7 @@ impl IoMap {
                 ty,
                 dims: a.dims.iter().map(|&d| d as usize).collect(),
             };
-            match io {
-                isa::RegionIo::Param { number, index } => {
-                    let k = *number as usize;
-                    if k >= 1 << 16 {
-                        return Err(IoError::Mismatch(format!("parameter number {k}")));
-                    }
-                    if params.len() <= k {
-                        params.resize_with(k + 1, Node::default);
-                    }
-                    insert(&mut params[k], index, slot);
-                }
-                isa::RegionIo::Result { index } => insert(&mut result, index, slot),
-            }
+            insert(node, io.index(), slot);
         }
         Ok(IoMap {
             params: params

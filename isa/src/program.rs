@@ -335,19 +335,27 @@ pub enum RegionIo {
 }
 
 impl RegionIo {
+    /// The tuple index path.
+    pub fn index(&self) -> &[u32] {
+        match self {
+            RegionIo::Param { index, .. } | RegionIo::Result { index } => index,
+        }
+    }
+    /// The tuple index path as text: empty, or `{0,2}`.
+    pub fn index_text(&self) -> String {
+        let i = self.index();
+        if i.is_empty() {
+            String::new()
+        } else {
+            let v: Vec<String> = i.iter().map(u32::to_string).collect();
+            format!("{{{}}}", v.join(","))
+        }
+    }
     /// Text form.
     pub fn text(&self) -> String {
-        let idx = |i: &[u32]| {
-            if i.is_empty() {
-                String::new()
-            } else {
-                let v: Vec<String> = i.iter().map(u32::to_string).collect();
-                format!("{{{}}}", v.join(","))
-            }
-        };
         match self {
-            RegionIo::Param { number, index } => format!("param{number}{}", idx(index)),
-            RegionIo::Result { index } => format!("result{}", idx(index)),
+            RegionIo::Param { number, .. } => format!("param{number}{}", self.index_text()),
+            RegionIo::Result { .. } => format!("result{}", self.index_text()),
         }
     }
     /// Parses the text form.

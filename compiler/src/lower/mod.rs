@@ -1007,17 +1007,7 @@ impl<'a> Lowerer<'a> {
     /// `result{0}`, ...
     fn describe_regions(&mut self, params: &[Place], result: &Place) {
         fn leaves(p: &Place, name: &str, io: isa::RegionIo, out: &mut Vec<isa::Region>) {
-            let idx = |io: &isa::RegionIo| match io {
-                isa::RegionIo::Param { index, .. } | isa::RegionIo::Result { index } => {
-                    if index.is_empty() {
-                        String::new()
-                    } else {
-                        let v: Vec<String> = index.iter().map(u32::to_string).collect();
-                        format!("{{{}}}", v.join(","))
-                    }
-                }
-            };
-            let label = format!("{name}{}", idx(&io));
+            let label = format!("{name}{}", io.index_text());
             match p {
                 Place::Array(s) => {
                     let mut r = isa::Region::plain(label, Space::Hbm, s.addr, s.bytes());
