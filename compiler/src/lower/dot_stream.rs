@@ -71,6 +71,9 @@ struct Plan {
     first_block: usize,
     /// Rows of the extra last chunk of each core (0: none).
     tail_rows: usize,
+    /// Rows of each core's first chunk of a panel (`mc`, or a multiple of it up to half the
+    /// accumulator rows, so that the chunk that also loads the panel is not memory-bound).
+    first_rows: usize,
 }
 
 /// VMEM layout of one core's streaming buffers.
@@ -163,6 +166,16 @@ impl StreamDot {
             mc = (mc / 2).max(rows);
         }
         let acc_slots = (acc / mc).max(2);
+        // The first chunk of a panel also loads the panel (`K × nc`), `cores` times over the
+        // shared HBM: grow it (up to half the accumulators) until the bytes it needs per cycle
+        // of compute, `cores · e · R · (rows + nc) / rows`, are within the HBM's rate, so the
+        // array does not wait for the panel's load.
+        let bw_cyc = a.hbm.gbps * 1000.0 / a.clock_mhz;
+        let need = |r: usize| (cores.max(1) * iw * kb * (r + nc)) as f64 / r as f64;
+        let mut first_rows = mc;
+        while WAVEFRONT == 1 && first_rows * 2 <= acc / 2 && need(first_rows) > bw_cyc {
+            first_rows *= 2;
+        }
         // One chunk at a time: a wavefront of several live chunks (each round every live
         // chunk does its next block, so the first rounds need one block of `rhs`, not a whole
         // panel) measured slower on tpu-v4 (1024³: 13,765 cycles against 13,347), the more
@@ -183,9 +196,10 @@ impl StreamDot {
         let slots = (depth + 2) as u64;
         let al = |x: usize| (x.div_ceil(64) * 64) as u64;
         let budget = a.vmem.bytes / 4 * 3;
-        let a_bytes = slots * al(mc * kd * iw);
+        let mr = mc.max(first_rows);
+        let a_bytes = slots * al(mr * kd * iw);
         let blk = al(kd * nc * iw);
-        let c = al(mc * nc * 4);
+        let c = al(mr * nc * 4);
         let fits = |b: u64, cb: u64| a_bytes + b + cb * c <= budget;
         let (panel, panels) = if fits(2 * nblk as u64 * blk, 3) {
             (true, 2)
@@ -215,6 +229,7 @@ impl StreamDot {
             first_block,
             // A short last chunk only where its write would be long.
             tail_rows: if write(mc) > overhead { rows } else { 0 },
+            first_rows,
         }
     }
 
@@ -225,9 +240,10 @@ impl StreamDot {
 
     fn sizes(&self, p: &Plan) -> Vec<u64> {
         let iw = self.mode.bytes() as usize;
-        let a = (p.mc * p.kd * iw) as u64;
+        let mr = p.mc.max(p.first_rows);
+        let a = (mr * p.kd * iw) as u64;
         let b = (p.kd * p.nc * iw) as u64;
-        let c = (p.mc * p.nc * 4) as u64;
+        let c = (mr * p.nc * 4) as u64;
         let slots = p.depth + 2;
         let nbb = if p.panel { p.panels * p.nblk } else { slots };
         let mut v = vec![a; slots];
@@ -264,6 +280,22 @@ impl StreamDot {
         let lo = core * q + core.min(r);
         let hi = lo + q + usize::from(core < r);
         let mut mine = t[lo..hi].to_vec();
+        // The core's first chunk of each panel grows to `first_rows` (it loads the panel).
+        let mut i = 0;
+        while i + 1 < mine.len() {
+            let (c, d) = (mine[i], mine[i + 1]);
+            let first = i == 0 || (mine[i - 1].b, mine[i - 1].n0) != (c.b, c.n0);
+            if first
+                && (c.b, c.n0) == (d.b, d.n0)
+                && c.m0 + c.rows == d.m0
+                && c.rows + d.rows <= p.first_rows
+            {
+                mine[i].rows += d.rows;
+                mine.remove(i + 1);
+            } else {
+                i += 1;
+            }
+        }
         // The core's last chunk is cut so that its tail is short: its result write has no
         // compute left to hide behind.
         if let Some(last) = mine.last().copied() {
@@ -402,11 +434,17 @@ impl StreamDot {
                                                                // blocks are issued `depth` jobs ahead, into the slot job g - 2 read (long done).
         let mut loaded = 0;
         for (g, j) in jobs.iter().enumerate() {
+            // Before job 0 (whose data the sequencer then waits for): its blocks and the
+            // next two jobs', so the HBM is busy while the sequencer waits. The lookahead
+            // then grows by one job per job up to `depth`: blocks issued together share the
+            // HBM fairly, so a deep prefetch at the start would delay the blocks needed
+            // first.
             let upto = if g == 0 {
-                1
+                1 + p.depth.min(2)
             } else {
-                (g + p.depth + 1).min(jobs.len())
-            };
+                g + 1 + p.depth.min(g)
+            }
+            .min(jobs.len());
             while loaded < upto && prev_reader[loaded].is_none_or(|r| r < g) {
                 let jl = jobs[loaded];
                 let (bs, with_b) = b_of[loaded];
@@ -418,7 +456,13 @@ impl StreamDot {
             let mm = c.rows;
             let ncur = p.nc.min(n - c.n0);
             let kdd = blocks[j.s].1;
-            let base = ((j.i % p.acc_slots) * p.mc) as u64;
+            // One chunk at a time: chunks alternate accumulator halves (a first chunk may be
+            // longer than `mc`); several live chunks take `mc`-row slots.
+            let base = if p.live == 1 {
+                ((j.i % 2) * (l.arch.mxu.acc_rows as usize / 2)) as u64
+            } else {
+                ((j.i % p.acc_slots) * p.mc) as u64
+            };
             let (aslot, bs) = (g % slots, b_of[g].0);
             for sub in 0..kdd.div_ceil(p.kb) {
                 let kk = p.kb.min(kdd - sub * p.kb);
