@@ -75,6 +75,10 @@ pub struct CompileArgs {
     /// Write the program as assembly text.
     #[arg(long, value_name = "PROG.s")]
     asm: Option<PathBuf>,
+    /// Write the HLO module after the compiler's HLO passes (what was lowered), as text the
+    /// parser reads back.
+    #[arg(long, value_name = "OPT.hlo")]
+    hlo_after_passes: Option<PathBuf>,
 }
 
 /// `systole run`.
@@ -168,7 +172,7 @@ pub fn compile_file(
 
 /// `systole compile`.
 pub fn compile(a: CompileArgs) -> anyhow::Result<Outcome> {
-    for p in a.out.iter().chain(a.asm.iter()) {
+    for p in a.out.iter().chain(&a.asm).chain(&a.hlo_after_passes) {
         crate::bounded::check_output(p)?;
     }
     let (_, _, arch, c) = compile_file(&a.t)?;
@@ -182,6 +186,10 @@ pub fn compile(a: CompileArgs) -> anyhow::Result<Outcome> {
     }
     if let Some(p) = &a.asm {
         std::fs::write(p, isa::disasm::disasm(&c.program))
+            .map_err(|e| user(format!("{}: cannot write: {e}", p.display())))?;
+    }
+    if let Some(p) = &a.hlo_after_passes {
+        std::fs::write(p, hlo::print(&c.module))
             .map_err(|e| user(format!("{}: cannot write: {e}", p.display())))?;
     }
     print_compile_summary(&c, &arch);

@@ -512,3 +512,37 @@ fn host_send_recv_and_outfeed_cases_run_on_the_chip_host_link() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn hlo_after_passes_shows_folded_constants_and_reads_back() {
+    let dir = std::env::temp_dir().join(format!("systole-cli-fold-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("fold.hlo");
+    let opt = dir.join("opt.hlo");
+    std::fs::write(
+        &f,
+        "HloModule fold\n\nENTRY main {\n  x = f32[3] parameter(0)\n  \
+         a = f32[3] constant({1, 2, 3})\n  b = f32[3] constant({4, 5, 6})\n  \
+         s = f32[3] add(a, b)\n  n = f32[3] negate(s)\n  ROOT r = f32[3] multiply(x, n)\n}\n",
+    )
+    .unwrap();
+    let (fs, os) = (f.to_str().unwrap(), opt.to_str().unwrap());
+    let o = systole(&["compile", fs, "--arch", "tpu-v4", "--hlo-after-passes", os]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let after = std::fs::read_to_string(&opt).unwrap();
+    // negate(add(a, b)) is computed at compile time: one constant with its value, no add.
+    assert!(
+        after.contains("n = f32[3] constant({-5, -7, -9})"),
+        "{after}"
+    );
+    assert!(!after.contains(" add("), "{after}");
+    let o = systole(&["check", os]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    // And the chip computes what the evaluator computes from the original module.
+    let o = systole(&["run", fs, "--arch", "tpu-v4", "--random", "3"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("outputs match the evaluator"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

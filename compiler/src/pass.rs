@@ -26,6 +26,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::passes::complex::ComplexPlanes),
         Box::new(crate::passes::dynamic_padder::DynamicPadder),
         Box::new(crate::passes::custom_call::CustomCallExpander),
+        Box::new(crate::passes::constant_fold::ConstantFold),
         Box::new(crate::passes::simplify::Simplify),
         Box::new(crate::passes::cse::Cse),
         Box::new(crate::passes::dce::Dce),

@@ -22,7 +22,7 @@ pub struct Cse;
 pub const MAX_CONSTANT_ELEMENTS: usize = 4096;
 
 /// Whether instructions of `op` may be merged with an equal one.
-fn mergeable(op: Opcode) -> bool {
+pub(crate) fn mergeable(op: Opcode) -> bool {
     use Opcode::*;
     !has_side_effect(op)
         && !matches!(

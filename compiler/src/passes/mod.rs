@@ -2,6 +2,7 @@
 
 pub mod batch_norm;
 pub mod complex;
+pub mod constant_fold;
 pub mod cse;
 pub mod custom_call;
 pub mod dce;

@@ -1,7 +1,9 @@
 //! Algebraic simplification that needs no numerics: forwards `copy`, and `reshape`,
 //! `broadcast`, `transpose`, `convert` and `bitcast` that do not change their operand's
-//! dimensions, element type and layout; folds `reshape(reshape(x))` into `reshape(x)`. Uses are
-//! redirected; the dead instructions are left to [`super::dce`].
+//! dimensions, element type and layout, and `get-tuple-element` of a `tuple` (to the tuple's
+//! operand); folds `reshape(reshape(x))` into `reshape(x)`, `transpose(transpose(x))` into one
+//! transpose (or `x`, when the permutations cancel) and `broadcast(broadcast(x))` into one
+//! broadcast. Uses are redirected; the dead instructions are left to [`super::dce`].
 
 use super::replace_uses;
 use crate::error::CResult;
@@ -59,12 +61,95 @@ fn simplify(c: &mut hlo::Computation) -> bool {
                 changed = true;
                 continue;
             }
-            if i.opcode == Opcode::Reshape && c.insts[op0].opcode == Opcode::Reshape {
-                let inner = c.insts[op0].operands[0];
-                c.insts[h].operands[0] = inner;
-                changed = true;
+            let inner = &c.insts[op0];
+            let fresh = i.attrs.control_predecessors.is_empty();
+            match (i.opcode, inner.opcode) {
+                (Opcode::Reshape, Opcode::Reshape) => {
+                    let x = inner.operands[0];
+                    c.insts[h].operands[0] = x;
+                    changed = true;
+                }
+                (Opcode::GetTupleElement, Opcode::Tuple) if fresh => {
+                    if let hlo::View::GetTupleElement { index } = i.view() {
+                        if let Some(&x) = inner.operands.get(index) {
+                            if c.insts[x].shape.without_layout() == i.shape.without_layout() {
+                                replace_uses(c, h, x);
+                                changed = true;
+                            }
+                        }
+                    }
+                }
+                // transpose(transpose(x, p), q): result dim k is x's dim p[q[k]]; broadcast
+                // (broadcast(x, p), q): x's dim j lands at q[p[j]].
+                (Opcode::Transpose, Opcode::Transpose) | (Opcode::Broadcast, Opcode::Broadcast) => {
+                    let (Some(q), Some(p)) = (&i.attrs.dimensions, &inner.attrs.dimensions) else {
+                        continue;
+                    };
+                    let composed: Option<Vec<i64>> = if i.opcode == Opcode::Transpose {
+                        q.iter().map(|&k| p.get(k as usize).copied()).collect()
+                    } else {
+                        p.iter().map(|&j| q.get(j as usize).copied()).collect()
+                    };
+                    let Some(composed) = composed else { continue };
+                    let x = inner.operands[0];
+                    let ident = composed.iter().enumerate().all(|(k, &d)| d == k as i64);
+                    if ident && same_shape(&i.shape, &c.insts[x].shape) && fresh {
+                        replace_uses(c, h, x);
+                    } else {
+                        let me = &mut c.insts[h];
+                        me.operands[0] = x;
+                        me.attrs.dimensions = Some(composed);
+                    }
+                    changed = true;
+                }
+                _ => {}
             }
         }
         changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::passes::testing;
+    use hlo::{ArrayData, Literal};
+
+    #[test]
+    fn transposes_broadcasts_and_tuple_elements_fold_to_one_op_or_none() {
+        let text = r#"
+HloModule s
+ENTRY e {
+  x = f32[2,3,4] parameter(0)
+  y = f32[3] parameter(1)
+  t1 = f32[3,4,2] transpose(x), dimensions={1,2,0}
+  t2 = f32[4,2,3] transpose(t1), dimensions={1,2,0}
+  t3 = f32[2,3,4] transpose(t2), dimensions={1,2,0}
+  b1 = f32[3,4] broadcast(y), dimensions={0}
+  b2 = f32[2,3,4] broadcast(b1), dimensions={1,2}
+  tp = (f32[2,3,4], f32[4,2,3]) tuple(b2, t2)
+  g0 = f32[2,3,4] get-tuple-element(tp), index=0
+  g1 = f32[4,2,3] get-tuple-element(tp), index=1
+  s = f32[2,3,4] add(t3, g0)
+  ROOT r = (f32[2,3,4], f32[4,2,3]) tuple(s, g1)
+}
+"#;
+        let (m, x) = testing::expand(text, &[&Simplify]);
+        let e = x.entry();
+        let count = |op: Opcode| e.insts.values().filter(|i| i.opcode == op).count();
+        // t3 cancels t1·t2 (the add reads x); t2 reads x directly; one broadcast is left; the
+        // get-tuple-elements read the tuple's operands.
+        assert_eq!(count(Opcode::Transpose), 1);
+        assert_eq!(count(Opcode::Broadcast), 1);
+        assert_eq!(count(Opcode::GetTupleElement), 0);
+        let add = e.insts.values().find(|i| i.opcode == Opcode::Add).unwrap();
+        assert_eq!(e.insts[add.operands[0]].opcode, Opcode::Parameter);
+        let xs: Vec<f32> = (0..24).map(|v| v as f32 * 0.5 - 3.0).collect();
+        let args = [
+            Literal::array(vec![2, 3, 4], ArrayData::F32(xs)),
+            Literal::array(vec![3], ArrayData::F32(vec![1.0, -2.0, 4.0])),
+        ];
+        let (want, have) = testing::eval_both(&m, &x, &args);
+        assert_eq!(want, have);
     }
 }
