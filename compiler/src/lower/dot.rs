@@ -466,7 +466,12 @@ pub(crate) fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw
 /// Whether dot `h` can be streamed from HBM on every core ([`super::dot_stream`]): operands
 /// are entry parameters in canonical form of a native MXU type, the result has the
 /// accumulator type and only the module's result uses it.
-pub fn streamable(m: &hlo::Module, h: InstId, users: &[Vec<InstId>]) -> bool {
+pub fn streamable(
+    m: &hlo::Module,
+    h: InstId,
+    users: &[Vec<InstId>],
+    arch: &arch::ArchConfig,
+) -> bool {
     let c = m.entry();
     let inst = &c.insts[h];
     if inst.opcode != Opcode::Dot || inst.operands.len() != 2 {
@@ -513,10 +518,161 @@ pub fn streamable(m: &hlo::Module, h: InstId, users: &[Vec<InstId>]) -> bool {
     if !canonical {
         return false;
     }
-    // Only the result uses it.
+    match stream_chain(m, h, users) {
+        None => false,
+        Some(chain) if chain.is_empty() => true,
+        // With an epilogue, only where the MXU work outlasts one HBM access (setup and
+        // latency): a smaller dot and its consumers are cheaper on VMEM-resident operands
+        // (loaded by a few large copies) than streamed in chunks (many small ones).
+        Some(_) => {
+            let k: usize = lc.iter().map(|&d| ls.dims[d as usize] as usize).product();
+            let macs = os.dims.iter().map(|&d| d as u64).product::<u64>() * k as u64;
+            let per_cycle = u64::from(arch.cores_per_chip.max(1))
+                * u64::from(arch.mxu.count.max(1))
+                * u64::from(arch.mxu.rows)
+                * u64::from(arch.mxu.cols);
+            let l_hbm = (arch.hbm.latency_ns * arch.clock_mhz / 1000.0).ceil() as u64;
+            macs / per_cycle.max(1) >= u64::from(arch.dma.setup_cycles) + l_hbm
+        }
+    }
+}
+
+/// The epilogue of a streamed dot `h`: the element-wise instructions from `h` to the value the
+/// module returns, each the only user of the one before it (empty: `h`'s own value is
+/// returned). `None` if `h`'s value is used otherwise. A step is a unary VPU op, a narrowing
+/// `convert`, or one of add, subtract, multiply, divide, max, min whose other operand is a
+/// `broadcast` (used only there) of an entry parameter or constant: a vector along the
+/// result's last dimension (one value per column, a bias) or a scalar, of the value's type.
+pub fn stream_chain(m: &hlo::Module, h: InstId, users: &[Vec<InstId>]) -> Option<Vec<InstId>> {
+    let c = m.entry();
     let root = c.root;
-    users[h.index()]
-        .iter()
-        .all(|&u| u == root && c.insts[u].opcode == Opcode::Tuple)
-        || (root == h && users[h.index()].is_empty())
+    let mut chain = Vec::new();
+    let mut v = h;
+    loop {
+        let us = &users[v.index()];
+        let returned = (v == root && us.is_empty())
+            || (!us.is_empty()
+                && us
+                    .iter()
+                    .all(|&u| u == root && c.insts[u].opcode == Opcode::Tuple));
+        if returned {
+            return Some(chain);
+        }
+        let [u] = us[..] else { return None };
+        epilogue_step(c, u, v, users)?;
+        chain.push(u);
+        v = u;
+    }
+}
+
+/// Whether `u` (the only user of `v`) is an epilogue step; `Some(the broadcast)` for a binary
+/// step, `Some(None)` for a unary one.
+pub fn epilogue_step(
+    c: &hlo::Computation,
+    u: InstId,
+    v: InstId,
+    users: &[Vec<InstId>],
+) -> Option<Option<InstId>> {
+    use super::elementwise::{binary, unary, PROBE as probe};
+    let ui = &c.insts[u];
+    let (ua, va) = (ui.shape.as_array()?, c.insts[v].shape.as_array()?);
+    if ua.is_dynamic() || !ui.attrs.control_predecessors.is_empty() {
+        return None;
+    }
+    let t = super::dtype(va.ty)?;
+    match (ui.opcode, &ui.operands[..]) {
+        (Opcode::Convert, [a]) if *a == v => {
+            super::dtype(ua.ty)?;
+            (ua.ty.byte_size() <= va.ty.byte_size() && !ua.ty.is_complex()).then_some(None)
+        }
+        (op, [a]) if *a == v && op.class() == hlo::OpClass::Unary => {
+            (ua.ty == va.ty && unary(op, probe, probe, 0, t).is_some()).then_some(None)
+        }
+        (
+            Opcode::Add
+            | Opcode::Subtract
+            | Opcode::Multiply
+            | Opcode::Divide
+            | Opcode::Maximum
+            | Opcode::Minimum,
+            [a, b],
+        ) if (*a == v) != (*b == v) => {
+            binary(ui.opcode, probe, probe, probe, 0, t)?;
+            let o = if *a == v { *b } else { *a };
+            let oi = &c.insts[o];
+            if oi.opcode != Opcode::Broadcast || users[o.index()][..] != [u] {
+                return None;
+            }
+            let x = &c.insts[*oi.operands.first()?];
+            let xa = x.shape.as_array()?;
+            let dims = oi.attrs.dimensions.clone().unwrap_or_default();
+            let rank = ua.dims.len() as i64;
+            let shape_ok = (xa.dims.is_empty() && dims.is_empty())
+                || (xa.dims.len() == 1 && dims == [rank - 1]);
+            let source = matches!(x.opcode, Opcode::Parameter | Opcode::Constant);
+            (ua.ty == va.ty && xa.ty == va.ty && shape_ok && source && !xa.is_dynamic())
+                .then_some(Some(o))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod epilogue_tests {
+    use super::*;
+
+    fn chain_of(text: &str) -> Option<Vec<String>> {
+        let m = hlo::parse(text).unwrap();
+        hlo::verify(&m).unwrap();
+        let c = m.entry();
+        let mut users: Vec<Vec<InstId>> = vec![Vec::new(); c.insts.len()];
+        for (h, i) in c.insts.iter() {
+            for o in &i.operands {
+                users[o.index()].push(h);
+            }
+        }
+        let d = c
+            .insts
+            .handles()
+            .find(|&h| c.insts[h].opcode == Opcode::Dot)?;
+        stream_chain(&m, d, &users).map(|ch| ch.iter().map(|&h| c.insts[h].name.clone()).collect())
+    }
+
+    const HEAD: &str = "HloModule t\nENTRY e {\n  x = bf16[8,4] parameter(0)\n  w = bf16[4,6] parameter(1)\n  b = f32[6] parameter(2)\n  d = f32[8,6] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n";
+
+    #[test]
+    fn bias_activation_and_narrowing_convert_form_the_epilogue() {
+        let t = format!(
+            "{HEAD}  bb = f32[8,6] broadcast(b), dimensions={{1}}\n  a = f32[8,6] subtract(bb, d)\n  \
+             th = f32[8,6] tanh(a)\n  ROOT o = bf16[8,6] convert(th)\n}}\n"
+        );
+        assert_eq!(chain_of(&t).unwrap(), ["a", "th", "o"]);
+    }
+
+    #[test]
+    fn values_used_elsewhere_or_computed_operands_end_streaming() {
+        // The dot's value is also returned: not streamable with this chain.
+        let two_uses = format!(
+            "{HEAD}  t = f32[8,6] tanh(d)\n  ROOT r = (f32[8,6], f32[8,6]) tuple(t, d)\n}}\n"
+        );
+        assert_eq!(chain_of(&two_uses), None);
+        // A computed (not parameter or constant) operand of the broadcast.
+        let computed = format!(
+            "{HEAD}  n = f32[6] negate(b)\n  bb = f32[8,6] broadcast(n), dimensions={{1}}\n  \
+             ROOT a = f32[8,6] add(d, bb)\n}}\n"
+        );
+        assert_eq!(chain_of(&computed), None);
+        // A broadcast along the rows (one value per row) is not a per-column operand.
+        let rows = format!(
+            "{HEAD}  r8 = f32[8] parameter(3)\n  bb = f32[8,6] broadcast(r8), dimensions={{0}}\n  \
+             ROOT a = f32[8,6] add(d, bb)\n}}\n"
+        );
+        assert_eq!(chain_of(&rows), None);
+        // A widening convert.
+        let wide = format!("{HEAD}  ROOT o = f64[8,6] convert(d)\n}}\n");
+        assert_eq!(chain_of(&wide), None);
+        // A unary op as the result: a one-step epilogue.
+        let alone = format!("{HEAD}  ROOT n = f32[8,6] negate(d)\n}}\n");
+        assert_eq!(chain_of(&alone).unwrap(), ["n"]);
+    }
 }

@@ -19,10 +19,35 @@
 //! later. docs/compiler.md ("Dots on the MXUs") has the reasons and measurements.
 
 use super::dot::{emit_op, MxuOp};
+use super::emit::{Access, Queue};
 use super::Lowerer;
 use crate::error::CResult;
 use arch::MxuDtype;
-use isa::Space;
+use isa::{Inst, Space};
+
+/// The second operand of an epilogue step, read from HBM once: one value per result column
+/// (a bias) or a scalar.
+#[derive(Clone, Debug)]
+pub struct EpiArg {
+    /// HBM address of the vector (`N` elements) or scalar.
+    pub hbm: u64,
+    /// One value per column (else a scalar).
+    pub per_column: bool,
+    /// The chunk's value is the op's first operand (else the second).
+    pub acc_first: bool,
+}
+
+/// One element-wise step applied to each chunk of a streamed dot's result in VMEM before it
+/// goes to HBM (fusion of the dot's consumers into its epilogue: bias, activation, convert).
+#[derive(Clone, Debug)]
+pub struct EpiStep {
+    /// The HLO op (`convert` included).
+    pub op: hlo::Opcode,
+    /// The second operand of a binary op.
+    pub arg: Option<EpiArg>,
+    /// Element type of the value after the step.
+    pub ty: hlo::ElementType,
+}
 
 /// Where a streamed dot's operands and result live, and its shape.
 #[derive(Clone, Debug)]
@@ -39,6 +64,8 @@ pub struct StreamDot {
     pub dims: (usize, usize, usize, usize),
     /// MXU mode.
     pub mode: MxuDtype,
+    /// Steps applied to each chunk before its write (the result is the last step's value).
+    pub epilogue: Vec<EpiStep>,
 }
 
 /// Chunk shape, schedule and buffering of a streamed dot (the same on every core).
@@ -83,6 +110,14 @@ struct Bufs {
     /// The panel(s) (`panels × nblk` blocks), or `depth + 2` rotating blocks of `rhs`.
     b: Vec<u64>,
     c: Vec<u64>,
+    /// Per epilogue step with an operand: the operand (all `N` columns, or the scalar) and
+    /// a tile of it the shape of a chunk's result buffer.
+    epi: Vec<(u64, u64)>,
+}
+
+/// Which tile each epilogue step holds (the `n0` of its columns; scalars: built once).
+struct EpiState {
+    tile_n0: Vec<Option<usize>>,
 }
 
 /// Jobs between a chunk's `mxu.st` and its DMA to HBM (the sequencer waits for the store, so
@@ -200,7 +235,8 @@ impl StreamDot {
         let a_bytes = slots * al(mr * kd * iw);
         let blk = al(kd * nc * iw);
         let c = al(mr * nc * 4);
-        let fits = |b: u64, cb: u64| a_bytes + b + cb * c <= budget;
+        let e_bytes: u64 = self.epi_sizes(mr, nc).iter().map(|&x| al(x as usize)).sum();
+        let fits = |b: u64, cb: u64| a_bytes + b + cb * c + e_bytes <= budget;
         let (panel, panels) = if fits(2 * nblk as u64 * blk, 3) {
             (true, 2)
         } else if fits(nblk as u64 * blk, 2) {
@@ -249,7 +285,39 @@ impl StreamDot {
         let mut v = vec![a; slots];
         v.extend(std::iter::repeat_n(b, nbb));
         v.extend(std::iter::repeat_n(c, p.cbufs));
+        v.extend(self.epi_sizes(mr, p.nc));
         v
+    }
+
+    /// Sizes of the epilogue's buffers: per step with an operand, the operand (`N` columns
+    /// rounded up to whole `nc` panels, or one element) and its tile (`mr × nc`).
+    fn epi_sizes(&self, mr: usize, nc: usize) -> Vec<u64> {
+        let n = self.dims.3;
+        let mut v = Vec::new();
+        let mut ty = self.acc_type();
+        for s in &self.epilogue {
+            if let Some(a) = &s.arg {
+                let w = ty.byte_size();
+                let cols = if a.per_column { n.div_ceil(nc) * nc } else { 1 };
+                v.push((cols * w) as u64);
+                v.push((mr * nc * w) as u64);
+            }
+            ty = s.ty;
+        }
+        v
+    }
+
+    /// The MXU's accumulator type (the dot's own result type).
+    fn acc_type(&self) -> hlo::ElementType {
+        match self.mode {
+            MxuDtype::Int8 => hlo::ElementType::S32,
+            _ => hlo::ElementType::F32,
+        }
+    }
+
+    /// The element type written to HBM.
+    fn out_type(&self) -> hlo::ElementType {
+        self.epilogue.last().map_or(self.acc_type(), |s| s.ty)
     }
 
     /// VMEM bytes one core needs.
@@ -381,12 +449,20 @@ impl StreamDot {
             addrs.push(alloc(sz)?);
         }
         let slots = p.depth + 2;
-        let nbb = sizes.len() - slots - p.cbufs;
+        let ne = self.epi_sizes(p.mc.max(p.first_rows), p.nc).len();
+        let nbb = sizes.len() - slots - p.cbufs - ne;
+        let ce = slots + nbb + p.cbufs;
         let bufs = Bufs {
             a: addrs[..slots].to_vec(),
             b: addrs[slots..slots + nbb].to_vec(),
-            c: addrs[slots + nbb..].to_vec(),
+            c: addrs[slots + nbb..ce].to_vec(),
+            epi: addrs[ce..].chunks(2).map(|x| (x[0], x[1])).collect(),
         };
+        // The epilogue's operands, once, from HBM (their tiles are built when first needed).
+        let mut epi = EpiState {
+            tile_n0: vec![None; bufs.epi.len()],
+        };
+        self.load_epilogue_args(l, &bufs);
         let n = self.dims.3;
         let iw = self.mode.bytes() as usize;
         let cols = l.arch.mxu.cols as usize;
@@ -498,7 +574,7 @@ impl StreamDot {
                     .position(|&(i0, _)| cbuf_of[i0] == cbuf_of[j.i])
                 {
                     let (i0, _) = pending_out.remove(k);
-                    self.store(l, bufs.c[cbuf_of[i0]], mine[i0], &p, None);
+                    self.store(l, &bufs, &mut epi, bufs.c[cbuf_of[i0]], mine[i0], &p, None);
                 }
                 let cbuf = bufs.c[cbuf_of[j.i]];
                 for q in 0..ncur.div_ceil(cols) {
@@ -518,14 +594,22 @@ impl StreamDot {
                 po.1 = po.1.saturating_sub(1);
             }
             while let Some(&(i0, 0)) = pending_out.first() {
-                self.store(l, bufs.c[cbuf_of[i0]], mine[i0], &p, None);
+                self.store(l, &bufs, &mut epi, bufs.c[cbuf_of[i0]], mine[i0], &p, None);
                 pending_out.remove(0);
             }
         }
         // The last chunks' writes: no compute is left to overlap, so one copy per MXU's
         // columns (each leaves when its MXU's `mxu.st` is done; they use several engines).
         for (i0, _) in std::mem::take(&mut pending_out) {
-            self.store(l, bufs.c[cbuf_of[i0]], mine[i0], &p, Some(cols));
+            self.store(
+                l,
+                &bufs,
+                &mut epi,
+                bufs.c[cbuf_of[i0]],
+                mine[i0],
+                &p,
+                Some(cols),
+            );
         }
         Ok(())
     }
@@ -591,24 +675,163 @@ impl StreamDot {
         }
     }
 
-    /// DMAs a chunk's result (in `cbuf`) to HBM: one copy, or one per `cols` columns.
-    fn store(&self, l: &mut Lowerer<'_>, cbuf: u64, c: Chunk, p: &Plan, split: Option<usize>) {
+    /// Runs the epilogue on a chunk's result (in `cbuf`) and DMAs it to HBM: one copy, or one
+    /// per `cols` columns.
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        &self,
+        l: &mut Lowerer<'_>,
+        bufs: &Bufs,
+        epi: &mut EpiState,
+        cbuf: u64,
+        c: Chunk,
+        p: &Plan,
+        split: Option<usize>,
+    ) {
         let (_, m, _, n) = self.dims;
         let (b0, m0, n0, mm) = (c.b, c.m0, c.n0, c.rows);
+        self.run_epilogue(l, bufs, epi, cbuf, c, p);
+        let ow = self.out_type().byte_size();
         let ncur = p.nc.min(n - n0);
         let cols = split.unwrap_or(ncur).max(1);
         for q in 0..ncur.div_ceil(cols) {
             let nq = cols.min(ncur - q * cols);
-            let dst = self.out + (((b0 * m + m0) * n + n0 + q * cols) * 4) as u64;
+            let dst = self.out + (((b0 * m + m0) * n + n0 + q * cols) * ow) as u64;
             Self::strided_dma(
                 l,
                 (Space::Hbm, dst),
-                (Space::Vmem, cbuf + (q * cols * 4) as u64),
-                nq * 4,
+                (Space::Vmem, cbuf + (q * cols * ow) as u64),
+                nq * ow,
                 mm,
-                p.nc * 4,
-                n * 4,
+                p.nc * ow,
+                n * ow,
             );
+        }
+    }
+
+    /// DMAs each epilogue operand from HBM into its buffer.
+    fn load_epilogue_args(&self, l: &mut Lowerer<'_>, bufs: &Bufs) {
+        let n = self.dims.3;
+        let mut ty = self.acc_type();
+        let mut k = 0;
+        for s in &self.epilogue {
+            if let Some(a) = &s.arg {
+                let w = ty.byte_size();
+                let bytes = if a.per_column { n * w } else { w };
+                Self::strided_dma(
+                    l,
+                    (Space::Vmem, bufs.epi[k].0),
+                    (Space::Hbm, a.hbm),
+                    bytes,
+                    1,
+                    bytes,
+                    bytes,
+                );
+                k += 1;
+            }
+            ty = s.ty;
+        }
+    }
+
+    /// The epilogue on the `rows × nc` result in `cbuf`, in place (a `convert` narrows the
+    /// elements where they are: element `i` moves from `i·w` to `i·w'` with `w' ≤ w`, and one
+    /// VPU instruction reads its operands before it writes, so no chunk overwrites bytes a
+    /// later one reads). A binary step's tile holds the operand for the chunk's columns (one
+    /// `vpu.bcast` of its `nc` values per panel) or the scalar (built once).
+    fn run_epilogue(
+        &self,
+        l: &mut Lowerer<'_>,
+        bufs: &Bufs,
+        epi: &mut EpiState,
+        cbuf: u64,
+        c: Chunk,
+        p: &Plan,
+    ) {
+        use super::elementwise::{binary, chunks, unary};
+        let mr = p.mc.max(p.first_rows);
+        let total = (c.rows * p.nc) as u64;
+        let mut ty = self.acc_type();
+        let mut k = 0;
+        for s in &self.epilogue {
+            let t = super::dtype(ty).expect("checked when the epilogue was matched");
+            let w = ty.byte_size() as u64;
+            let to = super::dtype(s.ty).expect("checked when the epilogue was matched");
+            let ow = s.ty.byte_size() as u64;
+            let tile = if let Some(a) = &s.arg {
+                let (arg, tile) = bufs.epi[k];
+                let want = if a.per_column { c.n0 } else { 0 };
+                if epi.tile_n0[k] != Some(want) {
+                    let (src, row, rows) = if a.per_column {
+                        (arg + c.n0 as u64 * w, p.nc as u64, mr as u64)
+                    } else {
+                        (arg, 1, (mr * p.nc) as u64)
+                    };
+                    Self::bcast(l, tile, src, row, rows, t, w);
+                    epi.tile_n0[k] = Some(want);
+                }
+                k += 1;
+                Some((tile, a.acc_first))
+            } else {
+                None
+            };
+            for (e0, nn) in chunks(total) {
+                let d = l.e.vaddr(cbuf + e0 * ow);
+                let x = l.e.vaddr(cbuf + e0 * w);
+                let mut reads = vec![Access::vmem(cbuf + e0 * w, nn as u64 * w)];
+                let inst = match (s.op, tile) {
+                    (hlo::Opcode::Convert, _) => Inst::VCvt {
+                        dst: d,
+                        a: x,
+                        n: nn,
+                        to,
+                        from: t,
+                        wait: None,
+                        signal: None,
+                    },
+                    (op, None) => unary(op, d, x, nn, t).expect("checked when matched"),
+                    (op, Some((tile, acc_first))) => {
+                        let y = l.e.vaddr(tile + e0 * w);
+                        reads.push(Access::vmem(tile + e0 * w, nn as u64 * w));
+                        let (a, b) = if acc_first { (x, y) } else { (y, x) };
+                        binary(op, d, a, b, nn, t).expect("checked when matched")
+                    }
+                };
+                l.e.unit(
+                    inst,
+                    Queue::Vpu,
+                    &reads,
+                    &[Access::vmem(cbuf + e0 * ow, nn as u64 * ow)],
+                );
+            }
+            ty = s.ty;
+        }
+    }
+
+    /// `rows` copies of the `row` elements at `src` into `dst` (`vpu.bcast`, one VPU chunk of
+    /// elements per instruction at most).
+    #[allow(clippy::too_many_arguments)]
+    fn bcast(l: &mut Lowerer<'_>, dst: u64, src: u64, row: u64, rows: u64, t: isa::DType, w: u64) {
+        let per = (super::VPU_CHUNK / row.max(1)).clamp(1, (1 << 20) - 1);
+        let mut r = 0;
+        while r < rows {
+            let k = per.min(rows - r);
+            let d = l.e.vaddr(dst + r * row * w);
+            let a = l.e.vaddr(src);
+            l.e.unit(
+                Inst::VBcast {
+                    dst: d,
+                    a,
+                    n: row as u32,
+                    rows: k as u32,
+                    t,
+                    wait: None,
+                    signal: None,
+                },
+                Queue::Vpu,
+                &[Access::vmem(src, row * w)],
+                &[Access::vmem(dst + r * row * w, k * row * w)],
+            );
+            r += k;
         }
     }
 }

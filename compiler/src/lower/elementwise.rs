@@ -10,7 +10,7 @@ use isa::Inst;
 use isa::{CmpOp, DType, VAddr};
 
 /// A placeholder operand for asking whether an opcode has a VPU instruction.
-const PROBE: VAddr = VAddr {
+pub(crate) const PROBE: VAddr = VAddr {
     base: isa::SReg(0),
     off: 0,
 };

@@ -162,6 +162,8 @@ pub struct Lowerer<'a> {
     pub(crate) stats: LowerStats,
     /// Dots streamed from HBM, by instruction index.
     stream: Vec<Option<dot_stream::Streamed>>,
+    /// Instructions computed in a streamed dot's epilogue (or that are the dot itself).
+    fused: Vec<bool>,
     /// Arrays with a copy in HBM (parameters), by instruction index.
     hbm_home: Vec<Option<Slot>>,
     /// Work for cores other than 0, emitted after core 0's code.
@@ -236,6 +238,7 @@ impl<'a> Lowerer<'a> {
             mxu_jobs: vec![0; arch.mxu.count as usize],
             stats: LowerStats::default(),
             stream: vec![None; c.insts.len()],
+            fused: vec![false; c.insts.len()],
             hbm_home: vec![None; c.insts.len()],
             side: Vec::new(),
             devs,
@@ -273,7 +276,7 @@ impl<'a> Lowerer<'a> {
         let streamable: Vec<bool> = c
             .insts
             .handles()
-            .map(|h| dot::streamable(m, h, &users) || conv::streamable(m, h, &users, arch))
+            .map(|h| dot::streamable(m, h, &users, arch) || conv::streamable(m, h, &users, arch))
             .collect();
         for &p in &params {
             l.span = c.insts[p].span;
@@ -297,7 +300,24 @@ impl<'a> Lowerer<'a> {
         for h in c.insts.handles() {
             if streamable[h.index()] {
                 l.span = c.insts[h].span;
-                l.stream[h.index()] = Some(l.plan_stream(h)?);
+                // A dot's element-wise consumers up to the result run in its epilogue: the
+                // stream is lowered at the last of them, and the dot, the steps before it
+                // and their operands' broadcasts produce no code of their own.
+                let chain = if c.insts[h].opcode == Opcode::Dot {
+                    dot::stream_chain(m, h, &users).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                let end = chain.last().copied().unwrap_or(h);
+                let mut v = h;
+                for &u in &chain {
+                    l.fused[v.index()] = true;
+                    if let Some(Some(b)) = dot::epilogue_step(c, u, v, &users) {
+                        l.fused[b.index()] = true;
+                    }
+                    v = u;
+                }
+                l.stream[end.index()] = Some(l.plan_stream(h, &chain, &users)?);
             }
         }
         for (k, &h) in order.iter().enumerate() {
@@ -353,6 +373,14 @@ impl<'a> Lowerer<'a> {
     }
 
     fn lower(&mut self, h: InstId) -> CResult<Val> {
+        if self.depth == 0 && self.fused[h.index()] {
+            // Computed in a streamed dot's epilogue; nothing reads this value.
+            let (ty, dims) = self.out_shape(h)?;
+            return Ok(Val::Hbm(Slot { addr: 0, ty, dims }));
+        }
+        if let Some(v) = self.lower_stream(h)? {
+            return Ok(v);
+        }
         let c = self.comp();
         let inst = &c.insts[h];
         use Opcode as O;
@@ -445,9 +473,6 @@ impl<'a> Lowerer<'a> {
                     return Ok(v);
                 }
                 if let Some(v) = reduce::lower_window(self, h)? {
-                    return Ok(v);
-                }
-                if let Some(v) = self.lower_stream(h)? {
                     return Ok(v);
                 }
                 if let Some(v) = dot::lower(self, h)? {
@@ -914,8 +939,14 @@ impl<'a> Lowerer<'a> {
         Ok((Place::Array(slot.clone()), Val::Hbm(slot)))
     }
 
-    /// The plan of a streamed dot: operand addresses and a result slot in HBM.
-    fn plan_stream(&mut self, h: InstId) -> CResult<dot_stream::Streamed> {
+    /// The plan of a streamed dot (with its epilogue `chain`, see [`dot::stream_chain`]):
+    /// operand addresses and a result slot in HBM.
+    fn plan_stream(
+        &mut self,
+        h: InstId,
+        chain: &[InstId],
+        users: &[Vec<InstId>],
+    ) -> CResult<dot_stream::Streamed> {
         let c = self.m.entry();
         let inst = &c.insts[h];
         let slot = |v: &Option<Slot>| {
@@ -944,8 +975,56 @@ impl<'a> Lowerer<'a> {
             .map_or(1, |b| b.iter().map(|&d| lhs.dims[d as usize]).product());
         let m = lhs.dims.iter().product::<usize>() / (nb * k).max(1);
         let n = rhs.dims.iter().product::<usize>() / (nb * k).max(1);
+        let mut epilogue = Vec::new();
+        let mut v = h;
+        for &u in chain {
+            let ui = &c.insts[u];
+            let arg = match dot::epilogue_step(c, u, v, users) {
+                Some(Some(b)) => {
+                    let x = c.insts[b].operands[0];
+                    let xi = &c.insts[x];
+                    let hbm = match (&self.hbm_home[x.index()], xi.attrs.literal.as_deref()) {
+                        (Some(s), _) => s.addr,
+                        (None, Some(hlo::Literal::Array(a))) => {
+                            let bytes = crate::io::to_bytes(a);
+                            let addr = self.hbm_slot(bytes.len() as u64, &xi.name)?;
+                            self.e.b.data(Space::Hbm, addr, bytes);
+                            addr
+                        }
+                        _ => {
+                            return Err(CompileError::Internal(
+                                "epilogue operand neither in HBM nor a constant".into(),
+                            ))
+                        }
+                    };
+                    Some(dot_stream::EpiArg {
+                        hbm,
+                        per_column: xi.shape.as_array().is_some_and(|a| a.dims.len() == 1),
+                        acc_first: ui.operands[0] == v,
+                    })
+                }
+                Some(None) => None,
+                None => {
+                    return Err(CompileError::Internal(
+                        "epilogue step no longer matches".into(),
+                    ))
+                }
+            };
+            let ty = ui
+                .shape
+                .as_array()
+                .ok_or_else(|| CompileError::Internal("epilogue step is not an array".into()))?
+                .ty;
+            epilogue.push(dot_stream::EpiStep {
+                op: ui.opcode,
+                arg,
+                ty,
+            });
+            v = u;
+        }
+        let (ty, dims) = self.out_shape(v)?;
         let out = Slot { addr: 0, ty, dims };
-        let addr = self.hbm_slot(out.bytes(), &inst.name)?;
+        let addr = self.hbm_slot(out.bytes(), &c.insts[v].name)?;
         let mode = if lhs.ty == ElementType::S8 {
             arch::MxuDtype::Int8
         } else {
@@ -958,6 +1037,7 @@ impl<'a> Lowerer<'a> {
             out: addr,
             dims: (nb, m, k, n),
             mode,
+            epilogue,
         }))
     }
 
