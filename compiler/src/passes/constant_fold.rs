@@ -11,6 +11,10 @@
 //! evaluator cannot compute within that (or at all) is left as it is, never an error: the
 //! chip computes it instead.
 //!
+//! Folding must not grow a computation's constants by more than [`SLACK_BYTES`] (each is HBM
+//! data and a DMA on the chip): a chain that turns one shared constant into a new constant per
+//! use is left to the VPU.
+//!
 //! One walk per computation in post order folds chains (`negate(add(c1, c2))`): values are
 //! kept beside the module until the walk ends, and only the folded instructions that an
 //! unfolded one (or the root) uses become constants; the rest are left to `dce`. Evaluation
@@ -28,8 +32,55 @@ pub struct ConstantFold;
 
 /// Largest folded value, in bytes.
 pub const MAX_FOLDED_BYTES: u64 = 1 << 20;
-/// Most element operations one fold may cost the evaluator.
+/// Most element operations one fold may cost the evaluator, and most elements folded in one
+/// computation (compile time stays linear in the module's size).
 pub const MAX_FOLD_WORK: u64 = 1 << 24;
+
+/// Growth of a computation's constant bytes that folding may cause (every constant is HBM
+/// data and a DMA into VMEM on the chip, so folding that turns one shared constant into many
+/// new ones would make the program slower and larger: then the computation is left as it is).
+pub const SLACK_BYTES: u64 = 4096;
+
+fn literal_bytes(i: &Instruction) -> u64 {
+    i.shape.as_array().and_then(|a| a.byte_size()).unwrap_or(0)
+}
+
+/// Bytes of the constants of `c` that some instruction uses (or that are the root).
+fn constant_bytes(c: &hlo::Computation) -> u64 {
+    let mut used = vec![false; c.insts.len()];
+    for i in c.insts.values() {
+        for o in &i.operands {
+            used[o.index()] = true;
+        }
+    }
+    used[c.root.index()] = true;
+    c.insts
+        .iter()
+        .filter(|(h, i)| i.opcode == Opcode::Constant && used[h.index()])
+        .map(|(_, i)| literal_bytes(i))
+        .sum()
+}
+
+/// [`constant_bytes`] after replacing `values`: the folded instructions an unfolded one (or
+/// the root) uses, and the old constants unfolded instructions still use.
+fn constant_bytes_after(c: &hlo::Computation, values: &HashMap<InstId, Literal>) -> u64 {
+    let mut used = vec![false; c.insts.len()];
+    for (h, i) in c.insts.iter() {
+        if !values.contains_key(&h) {
+            for o in &i.operands {
+                used[o.index()] = true;
+            }
+        }
+    }
+    used[c.root.index()] = true;
+    c.insts
+        .iter()
+        .filter(|(h, i)| {
+            used[h.index()] && (values.contains_key(h) || i.opcode == Opcode::Constant)
+        })
+        .map(|(_, i)| literal_bytes(i))
+        .sum()
+}
 
 /// Whether an instruction of `op` is a candidate (its operands still have to be constants).
 fn foldable(op: Opcode) -> bool {
@@ -61,7 +112,10 @@ impl Pass for ConstantFold {
         let mut folds = Vec::new();
         for c in comps {
             let f = fold_values(m, &plans, &opts, c);
-            if !f.is_empty() {
+            if !f.is_empty()
+                && constant_bytes_after(&m.comps[c], &f)
+                    <= constant_bytes(&m.comps[c]) + SLACK_BYTES
+            {
                 folds.push((c, f));
             }
         }
@@ -87,7 +141,12 @@ fn fold_values(
         return values;
     };
     let mut io = eval::SingleReplica::new(eval::HostIo::default());
+    // Elements folded so far: the walk stops at [`MAX_FOLD_WORK`] for the computation.
+    let mut work = 0u64;
     for h in order {
+        if work >= MAX_FOLD_WORK {
+            break;
+        }
         let inst = &comp.insts[h];
         if !foldable(inst.opcode)
             || !inst.attrs.control_predecessors.is_empty()
@@ -112,6 +171,7 @@ fn fold_values(
         let mut cx = eval::Ctx::new(m, opts, plans, &mut io);
         if let Ok(v) = cx.eval_inst(inst, &ops) {
             if v.shape().without_layout() == inst.shape.without_layout() {
+                work += inst.shape.as_array().and_then(|a| a.element_count()).unwrap_or(0);
                 values.insert(h, v);
             }
         }
@@ -226,5 +286,31 @@ ENTRY e {
         hlo::verify(&m).unwrap();
         let changed = ConstantFold.run(&mut m).unwrap();
         assert!(!changed, "nothing here may fold");
+    }
+
+    #[test]
+    fn folding_that_multiplies_constants_is_left_to_the_chip() {
+        // Each k_i would become its own 4 KiB constant (the chain shares one): 12 KiB more
+        // constant data than the 4 KiB there is.
+        let text = r#"
+HloModule grow
+ENTRY e {
+  x = f32[1024] parameter(0)
+  one = f32[1024] constant({...})
+  k0 = f32[1024] add(one, one)
+  y0 = f32[1024] add(x, k0)
+  k1 = f32[1024] multiply(k0, one)
+  y1 = f32[1024] add(y0, k1)
+  k2 = f32[1024] multiply(k1, one)
+  ROOT y2 = f32[1024] add(y1, k2)
+}
+"#
+        .replace("{...}", &format!("{{{}}}", vec!["1.5"; 1024].join(",")));
+        let mut m = hlo::parse(&text).unwrap();
+        hlo::verify(&m).unwrap();
+        assert!(
+            !ConstantFold.run(&mut m).unwrap(),
+            "constants would grow: nothing folds"
+        );
     }
 }
