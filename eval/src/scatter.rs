@@ -10,7 +10,7 @@
 
 use crate::elementwise::binary_data;
 use crate::error::{EResult, EvalError};
-use crate::gather::{dim_in, list, IndexSpace};
+use crate::gather::IndexValues;
 use crate::interp::Ctx;
 use crate::reduce::split_result;
 use crate::util::{index_map, mk, operand, put, scalar_of, strides, take, to_i64_vec};
@@ -36,51 +36,21 @@ fn targets(
     ind: &ArrayLiteral,
     u: &ArrayLiteral,
 ) -> EResult<Vec<(usize, usize)>> {
-    let at = &inst.attrs;
     let rank = a.dims.len();
-    let urank = u.dims.len();
-    let space = IndexSpace::new(
-        &ind.dims,
-        to_i64_vec(&ind.data)?,
-        at.index_vector_dim.unwrap_or(ind.dims.len() as i64),
-    )?;
-    let uwin: Vec<usize> = list(&at.update_window_dims)
-        .iter()
-        .map(|&d| dim_in(d, urank, "update window dim"))
-        .collect::<EResult<_>>()?;
-    let inserted: Vec<usize> = list(&at.inserted_window_dims)
-        .iter()
-        .map(|&d| dim_in(d, rank, "inserted window dim"))
-        .collect::<EResult<_>>()?;
-    let ibatch: Vec<usize> = list(&at.input_batching_dims)
-        .iter()
-        .map(|&d| dim_in(d, rank, "input batching dim"))
-        .collect::<EResult<_>>()?;
-    let sbatch: Vec<usize> = list(&at.scatter_indices_batching_dims)
-        .iter()
-        .map(|&d| space.batch_pos(d))
-        .collect::<EResult<_>>()?;
-    let map: Vec<usize> = list(&at.scatter_dims_to_operand_dims)
-        .iter()
-        .map(|&d| dim_in(d, rank, "scatter_dims_to_operand_dims dim"))
-        .collect::<EResult<_>>()?;
-    let uscatter: Vec<usize> = (0..urank).filter(|d| !uwin.contains(d)).collect();
-    let win_operand: Vec<usize> = (0..rank)
-        .filter(|d| !inserted.contains(d) && !ibatch.contains(d))
-        .collect();
-    if map.len() != space.vector_len()
-        || ibatch.len() != sbatch.len()
-        || win_operand.len() != uwin.len()
-        || uscatter.iter().map(|&d| u.dims[d]).collect::<Vec<_>>() != space.batch_sizes()
-    {
-        return Err(EvalError::invalid(
-            "scatter attributes do not match the operand, indices and updates",
-        ));
-    }
-    let mut wsize = vec![1usize; rank];
-    for (&ud, &od) in uwin.iter().zip(&win_operand) {
-        wsize[od] = u.dims[ud];
-    }
+    let geo = hlo::indexing::ScatterGeometry::resolve(&inst.attrs, &a.dims, &ind.dims, &u.dims)
+        .map_err(EvalError::invalid)?;
+    let space = IndexValues {
+        at: &geo.indices,
+        values: to_i64_vec(&ind.data)?,
+    };
+    let (uwin, win_operand, uscatter) =
+        (&geo.update_window, &geo.window_operand, &geo.update_scatter);
+    let (map, ibatch, sbatch, wsize) = (
+        &geo.map,
+        &geo.input_batching,
+        &geo.indices_batching,
+        &geo.window_size,
+    );
     let st = strides(&a.dims);
     let mut g = vec![0usize; uscatter.len()];
     let mut start = vec![0i64; rank];
@@ -93,7 +63,7 @@ fn targets(
         for (k, &d) in map.iter().enumerate() {
             start[d] = space.component(&g, k);
         }
-        for (&od, &p) in ibatch.iter().zip(&sbatch) {
+        for (&od, &p) in ibatch.iter().zip(sbatch) {
             start[od] = g[p] as i64;
         }
         let fits =
@@ -102,7 +72,7 @@ fn targets(
             return usize::MAX;
         }
         let mut idx = start.clone();
-        for (&ud, &od) in uwin.iter().zip(&win_operand) {
+        for (&ud, &od) in uwin.iter().zip(win_operand) {
             idx[od] += ui[ud] as i64;
         }
         idx.iter().zip(&st).map(|(&i, &t)| i as usize * t).sum()

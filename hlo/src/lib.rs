@@ -10,6 +10,7 @@ pub mod attrs;
 pub mod builder;
 pub mod diag;
 pub mod groups;
+pub mod indexing;
 pub mod infer;
 pub mod ir;
 pub mod literal;

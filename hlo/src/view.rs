@@ -14,7 +14,7 @@
 //! | `lower` of cholesky | false |
 //! | `epsilon` of batch-norm | 0 (the verifier requires it; a built module may omit it) |
 //! | `algorithm` of rng-bit-generator | `RNG_DEFAULT` |
-//! | `index_vector_dim` of gather/scatter | the rank of the indices (XLA's implicit trailing 1) |
+//! | `index_vector_dim` of gather/scatter | the rank of the indices (XLA's implicit trailing 1); gather's and scatter's dimension numbers are resolved against their shapes in [`crate::indexing`] |
 //! | `channel_id` | none (`0` where a key is needed) |
 //!
 //! An attribute the verifier requires (a parameter's number, a get-tuple-element's index, a

@@ -21,14 +21,6 @@ use super::{Buf, Lowerer, Val};
 use crate::error::CResult;
 use hlo::{ElementType, InstId, Opcode};
 
-fn list(v: &Option<Vec<i64>>) -> Vec<usize> {
-    v.as_deref()
-        .unwrap_or_default()
-        .iter()
-        .map(|&d| d.max(0) as usize)
-        .collect()
-}
-
 /// Largest value of an integer type, as u64.
 pub(crate) fn int_max(ty: ElementType) -> u64 {
     let bits = ty.byte_size() as u32 * 8;
@@ -41,50 +33,7 @@ pub(crate) fn int_max(ty: ElementType) -> u64 {
     }
 }
 
-/// The index bookkeeping shared with scatter: dims of the indices with the index vector dim
-/// explicit, its position, the batch dims (the others) and the flat offset of `(g, k)`.
-pub(crate) struct Indices {
-    pub(crate) dims: Vec<usize>,
-    pub(crate) ivd: usize,
-    pub(crate) batch: Vec<usize>,
-    strides: Vec<usize>,
-}
-
-impl Indices {
-    pub(crate) fn new(dims: &[usize], ivd: i64) -> Option<Indices> {
-        let ivd = usize::try_from(ivd).ok().filter(|&v| v <= dims.len())?;
-        let mut d = dims.to_vec();
-        if ivd == dims.len() {
-            d.push(1);
-        }
-        let batch = (0..d.len()).filter(|&x| x != ivd).collect();
-        let strides = strides(&d);
-        Some(Indices {
-            dims: d,
-            ivd,
-            batch,
-            strides,
-        })
-    }
-    pub(crate) fn vector_len(&self) -> usize {
-        self.dims[self.ivd]
-    }
-    pub(crate) fn batch_sizes(&self) -> Vec<usize> {
-        self.batch.iter().map(|&d| self.dims[d]).collect()
-    }
-    /// Flat offset of component `k` of the index vector at batch position `g`.
-    pub(crate) fn offset(&self, g: &[usize], k: usize) -> usize {
-        let mut off = k * self.strides[self.ivd];
-        for (p, &d) in self.batch.iter().enumerate() {
-            off += g[p] * self.strides[d];
-        }
-        off
-    }
-    /// Position among the batch dims of indices dim `d`.
-    pub(crate) fn batch_pos(&self, d: usize) -> Option<usize> {
-        self.batch.iter().position(|&b| b == d)
-    }
-}
+pub(crate) use hlo::indexing::Indices;
 
 /// Calls `f(index)` for every index of `dims` in row-major order.
 pub(crate) fn each_index(dims: &[usize], mut f: impl FnMut(&[usize])) {
@@ -113,7 +62,6 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if inst.opcode != Opcode::Gather {
         return Ok(None);
     }
-    let at = inst.attrs.clone().into_inner();
     let a = l.arr(inst.operands[0])?;
     let ind = l.arr(inst.operands[1])?;
     let (ty, out_dims) = l.out_shape(h)?;
@@ -121,40 +69,17 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if !ind.ty.is_integer() {
         return Err(l.unsupported(format!("gather with {} indices", ind.ty)));
     }
-    let bad = || l.unsupported("gather whose attributes do not match its shapes");
-    let rank = a.dims.len();
-    let space = Indices::new(
-        &ind.dims,
-        at.index_vector_dim.unwrap_or(ind.dims.len() as i64),
-    )
-    .ok_or_else(bad)?;
-    let offset_dims = list(&at.offset_dims);
-    let sizes = list(&at.slice_sizes);
-    let collapsed = list(&at.collapsed_slice_dims);
-    let obatch = list(&at.operand_batching_dims);
-    let ibatch: Vec<usize> = list(&at.start_indices_batching_dims)
-        .iter()
-        .map(|&d| space.batch_pos(d))
-        .collect::<Option<_>>()
-        .ok_or_else(bad)?;
-    let map = list(&at.start_index_map);
-    let offset_operand: Vec<usize> = (0..rank)
-        .filter(|d| !collapsed.contains(d) && !obatch.contains(d))
-        .collect();
-    let out_batch: Vec<usize> = (0..out_dims.len())
-        .filter(|d| !offset_dims.contains(d))
-        .collect();
-    if sizes.len() != rank
-        || sizes.iter().zip(&a.dims).any(|(s, d)| s > d)
-        || map.len() != space.vector_len()
-        || map.iter().chain(&obatch).any(|&d| d >= rank)
-        || obatch.len() != ibatch.len()
-        || offset_operand.len() != offset_dims.len()
-        || offset_dims.iter().any(|&d| d >= out_dims.len())
-        || out_batch.iter().map(|&d| out_dims[d]).collect::<Vec<_>>() != space.batch_sizes()
-    {
-        return Err(bad());
-    }
+    let geo = hlo::indexing::GatherGeometry::resolve(&inst.attrs, &a.dims, &ind.dims, &out_dims)
+        .map_err(|e| {
+            l.unsupported(format!(
+                "gather whose attributes do not match its shapes: {e}"
+            ))
+        })?;
+    let space = &geo.indices;
+    let (map, sizes) = (&geo.start_index_map, &geo.slice_sizes);
+    let (obatch, ibatch) = (&geo.operand_batching, &geo.indices_batching);
+    let (offset_dims, offset_operand, out_batch) =
+        (&geo.offset_dims, &geo.offset_operand, &geo.out_batch);
     if a.elems() > u32::MAX as u64 || out_dims.iter().product::<usize>() as u64 > u32::MAX as u64 {
         return Err(l.unsupported("gather with 2^32 or more elements"));
     }
@@ -168,7 +93,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     // start[g]: the clamped flat offset of each slice, on chip.
     let mut start = l.vconst(ElementType::U32, 0, g_n as u64)?;
     for (k, &d) in map.iter().enumerate() {
-        let comp = l.index_component(&ind, &space, k)?;
+        let comp = l.index_component(&ind, space, k)?;
         let hi = (a.dims[d] - sizes[d]) as u64;
         let lo = if ind.ty.is_signed_int() {
             let t = l.vop2c(Opcode::Maximum, &comp, 0)?;
@@ -204,10 +129,10 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         }
         expand.push(g.iter().zip(&gs).map(|(x, s)| x * s).sum::<usize>() as u32);
         let mut off = 0usize;
-        for (&od, &p) in obatch.iter().zip(&ibatch) {
+        for (&od, &p) in obatch.iter().zip(ibatch) {
             off += g[p] * st[od];
         }
-        for (&od, &opd) in offset_dims.iter().zip(&offset_operand) {
+        for (&od, &opd) in offset_dims.iter().zip(offset_operand) {
             off += o[od] * st[opd];
         }
         base.push(off as u32);

@@ -21,7 +21,7 @@
 
 use super::apply::R_CONST;
 use super::emit::{Access, Queue};
-use super::gather::{each_index, int_max, Indices};
+use super::gather::{each_index, int_max};
 use super::movement::strides;
 use super::reduce::{red_op, reducer_op};
 use super::{Buf, Lowerer, Val, VPU_CHUNK};
@@ -35,14 +35,6 @@ enum Combine {
     Keep,
     Set,
     Op(RedOp),
-}
-
-fn list(v: &Option<Vec<i64>>) -> Vec<usize> {
-    v.as_deref()
-        .unwrap_or_default()
-        .iter()
-        .map(|&d| d.max(0) as usize)
-        .collect()
 }
 
 /// The per-operand combiners of an update computation of `n` operands, if it is of the form
@@ -132,45 +124,23 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     }
     let a = &operands[0];
     let u = &updates[0];
-    let bad = || l.unsupported("scatter whose attributes do not match its shapes");
-    let rank = a.dims.len();
-    let urank = u.dims.len();
-    let space = Indices::new(
-        &ind.dims,
-        at.index_vector_dim.unwrap_or(ind.dims.len() as i64),
-    )
-    .ok_or_else(bad)?;
-    let uwin = list(&at.update_window_dims);
-    let inserted = list(&at.inserted_window_dims);
-    let ibatch = list(&at.input_batching_dims);
-    let sbatch: Vec<usize> = list(&at.scatter_indices_batching_dims)
-        .iter()
-        .map(|&d| space.batch_pos(d))
-        .collect::<Option<_>>()
-        .ok_or_else(bad)?;
-    let map = list(&at.scatter_dims_to_operand_dims);
-    let uscatter: Vec<usize> = (0..urank).filter(|d| !uwin.contains(d)).collect();
-    let win_operand: Vec<usize> = (0..rank)
-        .filter(|d| !inserted.contains(d) && !ibatch.contains(d))
-        .collect();
-    if map.len() != space.vector_len()
-        || map.iter().chain(&ibatch).any(|&d| d >= rank)
-        || uwin.iter().any(|&d| d >= urank)
-        || ibatch.len() != sbatch.len()
-        || win_operand.len() != uwin.len()
-        || uscatter.iter().map(|&d| u.dims[d]).collect::<Vec<_>>() != space.batch_sizes()
-        || operands.iter().any(|o| o.dims != a.dims)
-        || updates.iter().any(|x| x.dims != u.dims)
-    {
-        return Err(bad());
+    let geo = hlo::indexing::ScatterGeometry::resolve(&inst.attrs, &a.dims, &ind.dims, &u.dims)
+        .map_err(|e| {
+            l.unsupported(format!(
+                "scatter whose attributes do not match its shapes: {e}"
+            ))
+        })?;
+    if operands.iter().any(|o| o.dims != a.dims) || updates.iter().any(|x| x.dims != u.dims) {
+        return Err(l.unsupported("scatter whose operands or updates differ in shape"));
     }
+    let space = &geo.indices;
+    let (uwin, win_operand, uscatter) =
+        (&geo.update_window, &geo.window_operand, &geo.update_scatter);
+    let (map, ibatch, sbatch) = (&geo.map, &geo.input_batching, &geo.indices_batching);
     if a.elems() >= u32::MAX as u64 || u.elems() > u32::MAX as u64 {
         return Err(l.unsupported("scatter with 2^32 or more elements"));
     }
-    let mut wsize = vec![1usize; rank];
-    for (&ud, &od) in uwin.iter().zip(&win_operand) {
-        wsize[od] = u.dims[ud];
-    }
+    let wsize = &geo.window_size;
     // Results: copies of the operands.
     let mut outs = Vec::with_capacity(n);
     for o in &operands {
@@ -185,7 +155,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         let mut start = l.vconst(ElementType::U32, 0, g_n as u64)?;
         let mut valid = l.vconst(ElementType::Pred, 1, g_n as u64)?;
         for (k, &d) in map.iter().enumerate() {
-            let comp = l.index_component(&ind, &space, k)?;
+            let comp = l.index_component(&ind, space, k)?;
             let hi = a.dims[d] as i64 - wsize[d] as i64;
             let ok = if hi < 0 {
                 l.vconst(ElementType::Pred, 0, g_n as u64)?
@@ -241,10 +211,10 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             }
             expand.push(g.iter().zip(&gs).map(|(x, s)| x * s).sum::<usize>() as u32);
             let mut off = 0usize;
-            for (&od, &p) in ibatch.iter().zip(&sbatch) {
+            for (&od, &p) in ibatch.iter().zip(sbatch) {
                 off += g[p] * st[od];
             }
-            for (&ud, &od) in uwin.iter().zip(&win_operand) {
+            for (&ud, &od) in uwin.iter().zip(win_operand) {
                 off += ui[ud] * st[od];
             }
             base.push(off as u32);

@@ -171,7 +171,11 @@ fn fold_values(
         let mut cx = eval::Ctx::new(m, opts, plans, &mut io);
         if let Ok(v) = cx.eval_inst(inst, &ops) {
             if v.shape().without_layout() == inst.shape.without_layout() {
-                work += inst.shape.as_array().and_then(|a| a.element_count()).unwrap_or(0);
+                work += inst
+                    .shape
+                    .as_array()
+                    .and_then(|a| a.element_count())
+                    .unwrap_or(0);
                 values.insert(h, v);
             }
         }
