@@ -84,8 +84,8 @@ fn describe(e: &MemError) -> String {
         ),
         Some(b) => format!(
             "resource limit: {}: accessing [{:#x}, {:#x}+{}) needs more touched memory than the \
-             budget of {b} bytes for all simulated memories of a chip (--max-memory, shared \
-             evenly by the chips of a pod)",
+             budget of {b} bytes for all simulated memories (--max-memory) of the chip (the \
+             chips of a pod share the budget evenly)",
             e.mem, e.addr, e.addr, e.len
         ),
     }
