@@ -130,6 +130,10 @@ pub struct RunArgs {
     /// reports it on stderr and goes on, `off` does not track accesses (docs/timing.md).
     #[arg(long, value_enum, default_value = "error")]
     races: crate::cmd_sim::RaceArg,
+    /// Threads that simulate the chips of a pod (default: the available parallelism; at most
+    /// one per chip). The results are the same for any number.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    threads: Option<u64>,
     /// Print every output element (default: a summary of large outputs).
     #[arg(long)]
     full: bool,
@@ -815,6 +819,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 .max_cycles
                 .unwrap_or_else(|| sim::default_max_cycles(&c.program)),
             races: a.races.into(),
+            threads: crate::cmd_sim::threads(a.threads),
         },
         &infeed,
         Some(Box::new(Tee(vec![

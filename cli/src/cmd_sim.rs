@@ -71,6 +71,19 @@ pub struct SimArgs {
     /// reports it on stderr and goes on, `off` does not track accesses (docs/timing.md).
     #[arg(long, value_enum, default_value = "error")]
     races: RaceArg,
+    /// Threads that simulate the chips of a pod (default: the available parallelism; at most
+    /// one per chip). The results are the same for any number.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    threads: Option<u64>,
+}
+
+/// `--threads`: the number asked for, else the machine's available parallelism (the
+/// simulator takes at most one per chip).
+pub fn threads(arg: Option<u64>) -> usize {
+    arg.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n as usize,
+    )
 }
 
 /// `--races`.
@@ -356,6 +369,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
             .max_cycles
             .unwrap_or_else(|| sim::default_max_cycles(&prog)),
         races: a.races.into(),
+        threads: threads(a.threads),
     };
     let budget = crate::bounded::budget();
     let mut sys = System::with_memory_limit(&arch, prog, a.replicas, opts, budget.max_memory)

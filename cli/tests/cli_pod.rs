@@ -332,3 +332,159 @@ fn the_report_names_the_bottleneck_with_its_roofline_numbers() {
         j["roofline"]
     );
 }
+
+/// Runs `args` on `threads` threads with `--report` and `--trace`: its exit code, its output
+/// without the line of host seconds, the report and the trace file.
+fn threaded(args: &[&str], threads: usize) -> (Option<i32>, String, String, String) {
+    let dir = std::env::temp_dir();
+    let tag = format!("{}-{threads}-{}", std::process::id(), args.join("_").len());
+    let (rep, tr) = (
+        dir.join(format!("systole-threads-{tag}.json")),
+        dir.join(format!("systole-threads-{tag}.trace.json")),
+    );
+    let n = threads.to_string();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend([
+        "--threads",
+        &n,
+        "--report",
+        rep.to_str().unwrap(),
+        "--trace",
+        tr.to_str().unwrap(),
+    ]);
+    let o = systole(&all);
+    let out: String = text(&o)
+        .replace(tr.to_str().unwrap(), "TRACE")
+        .replace(rep.to_str().unwrap(), "REPORT")
+        .lines()
+        .filter(|l| !l.starts_with("simulated in"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let read = |p: &std::path::Path| {
+        let s = std::fs::read_to_string(p).unwrap_or_default();
+        std::fs::remove_file(p).ok();
+        s
+    };
+    (o.status.code(), out, read(&rep), read(&tr))
+}
+
+#[test]
+fn a_pod_run_is_bit_identical_on_1_2_and_4_threads() {
+    // Outputs (checked against the evaluator), cycles, every statistic and the trace: all four
+    // collectives on a ring of 8 (the all-to-all sends to the chip itself too), and the
+    // data-parallel training step.
+    let ring = ["--set", "ici.topology=ring", "--set", "ici.dims=[8]"];
+    let runs: [Vec<&str>; 2] = [
+        [&["run", "tests/pod/bench/collectives_8.hlo"][..], &ring].concat(),
+        [
+            &["run", "tests/pod/models/transformer_dp_train_8/module.hlo"][..],
+            &ring,
+        ]
+        .concat(),
+    ];
+    for args in runs {
+        let one = threaded(&args, 1);
+        assert_eq!(one.0, Some(0), "{args:?}: {}", one.1);
+        assert!(one.1.contains("outputs match the evaluator"), "{}", one.1);
+        let j: serde_json::Value = serde_json::from_str(&one.2).unwrap();
+        assert!(j["cycles"].as_u64().unwrap() > 0);
+        assert!(
+            one.3.contains("\"transfer\""),
+            "the trace has ICI transfers"
+        );
+        for threads in [2, 4] {
+            let other = threaded(&args, threads);
+            assert_eq!(other.0, one.0, "{args:?} on {threads} threads");
+            assert_eq!(other.1, one.1, "{args:?} on {threads} threads: output");
+            assert!(
+                other.2 == one.2,
+                "{args:?} on {threads} threads: the report differs"
+            );
+            assert!(
+                other.3 == one.3,
+                "{args:?} on {threads} threads: the trace differs"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_deadlock_report_is_the_same_on_1_and_2_threads() {
+    let args = [
+        "run",
+        "tests/pod/mismatched_allreduce_deadlock.hlo",
+        "--arch",
+        "tpu-v4",
+    ];
+    let one = threaded(&args, 1);
+    let two = threaded(&args, 2);
+    assert_eq!(one.0, Some(1), "{}", one.1);
+    assert!(one.1.contains("deadlock at cycle"), "{}", one.1);
+    assert!(
+        one.1.contains("waits for the matching ici.recv on chip 1"),
+        "{}",
+        one.1
+    );
+    assert_eq!(two.0, one.0);
+    assert_eq!(two.1, one.1);
+}
+
+#[test]
+fn threads_must_be_at_least_one() {
+    let o = systole(&[
+        "run",
+        "tests/pod/sendrecv_two_channels_ring.hlo",
+        "--threads",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--threads"), "{}", text(&o));
+}
+
+#[test]
+fn an_all_reduce_larger_than_vmem_streams_through_hbm_and_matches_the_evaluator() {
+    // 160,012 bytes per chip against 128 KiB of VMEM: three chunks through two buffers, the
+    // last padded; on a ring of 8 and, as one ring in the snake order, on a 2x4 torus.
+    for dims in [
+        ["ici.topology=ring", "ici.dims=[8]"],
+        ["ici.topology=torus2d", "ici.dims=[2,4]"],
+    ] {
+        let o = systole(&[
+            "run",
+            "tests/pod/allreduce_streamed.hlo",
+            "--set",
+            dims[0],
+            "--set",
+            dims[1],
+            "--set",
+            "vmem.bytes=131072",
+        ]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{dims:?}: {t}");
+        assert!(t.contains("outputs match the evaluator"), "{dims:?}: {t}");
+    }
+}
+
+#[test]
+fn a_64_mib_all_reduce_streams_through_v4s_16_mib_of_vmem_within_15_percent_of_the_bound() {
+    // tpu-v4's default 16 MiB of VMEM, 64 MiB per chip on a ring of 8: measured between 1.0x
+    // and 1.15x of the bidirectional-ring bound (p-1)/p * n / link_bw.
+    let j = report(&[
+        "run",
+        "tests/pod/bench/allreduce_ring_8_64mib.hlo",
+        "--arch",
+        "tpu-v4",
+        "--timing-only",
+        "--set",
+        "ici.topology=ring",
+        "--set",
+        "ici.dims=[8]",
+    ]);
+    let c = &j["collectives"][0];
+    let n = c["bytes_per_chip"].as_f64().unwrap();
+    assert_eq!(n, 67108864.0);
+    let beta = c["closed_form"]["beta_bytes_per_second"].as_f64().unwrap();
+    let bound = 7.0 / 8.0 * n / beta;
+    let r = c["measured_seconds"].as_f64().unwrap() / bound;
+    assert!((1.0..=1.15).contains(&r), "{r}: {c}");
+}

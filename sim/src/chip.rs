@@ -68,6 +68,8 @@ pub enum Ev {
     HbmWake(u64),
     /// A DMA transfer's last VMEM byte is through (its data phase on VMEM ends).
     DmaDone(u32),
+    /// A transfer of this chip to itself arrives (index into `Chip::self_arriving`).
+    IciSelf(u32),
 }
 
 /// A DMA transfer in flight.
@@ -163,6 +165,13 @@ pub struct Chip {
     pub ici_out: Vec<(bool, crate::ici::Post)>,
     /// Posted ICI instructions not yet complete: (core, posting cycle).
     pub ici_live: Vec<(u16, Cycle)>,
+    /// Transfers of this chip to itself are matched here, not in the fabric (they cross no
+    /// link, so no other chip can see them): unmatched sends and receives by tag, in posting
+    /// order.
+    pub self_posts:
+        [std::collections::BTreeMap<u32, std::collections::VecDeque<crate::ici::Post>>; 2],
+    /// Matched transfers to itself waiting to arrive (slab of `Ev::IciSelf`).
+    pub self_arriving: Vec<Option<(crate::ici::Post, crate::ici::Post)>>,
 }
 
 /// One MXU operation as the simulator executed it: the stream a compiled program feeds an
@@ -205,8 +214,15 @@ fn mode_of(d: MxuDtype) -> MxuMode {
 }
 
 impl Chip {
-    /// Builds chip `idx` and declares its statistics (`chip{idx}.…`).
-    pub fn new(idx: u32, p: &Params, stats: &mut Stats, functional: bool) -> Chip {
+    /// Builds chip `idx` and declares its statistics (`chip{idx}.…`); its memories draw their
+    /// pages from `pool`.
+    pub fn new(
+        idx: u32,
+        p: &Params,
+        stats: &mut Stats,
+        functional: bool,
+        pool: &crate::memory::Pool,
+    ) -> Chip {
         let pre = format!("chip{idx}");
         let st = ChipStats {
             hbm_read: stats.declare(
@@ -233,13 +249,13 @@ impl Chip {
             }),
         };
         let cores = (0..p.cores)
-            .map(|c| Self::new_core(&pre, c as u32, p, stats, functional))
+            .map(|c| Self::new_core(&pre, c as u32, p, stats, functional, pool))
             .collect();
         Chip {
             idx,
             q: EventQueue::new(),
             cores,
-            hbm: Memory::in_pool("HBM", p.hbm_bytes, p.pool.clone()),
+            hbm: Memory::in_pool("HBM", p.hbm_bytes, pool.clone()),
             hbm_link: SharedLink::new(p.hbm_bpc, p.dma_bpc),
             xfers: Vec::new(),
             free_xfers: Vec::new(),
@@ -259,10 +275,19 @@ impl Chip {
             next_dma_race_id: 0,
             ici_out: Vec::new(),
             ici_live: Vec::new(),
+            self_posts: Default::default(),
+            self_arriving: Vec::new(),
         }
     }
 
-    fn new_core(chip: &str, c: u32, p: &Params, stats: &mut Stats, functional: bool) -> Core {
+    fn new_core(
+        chip: &str,
+        c: u32,
+        p: &Params,
+        stats: &mut Stats,
+        functional: bool,
+        pool: &crate::memory::Pool,
+    ) -> Core {
         let pre = format!("{chip}.core{c}");
         let seq_tl = Timeline::declare(stats, &format!("{pre}.seq"), SEQ_REASONS);
         let seq_stats = SeqStats {
@@ -376,7 +401,7 @@ impl Chip {
                     "bytes sent over the host link",
                 ),
             },
-            vmem: Memory::in_pool("VMEM", p.vmem_bytes, p.pool.clone()),
+            vmem: Memory::in_pool("VMEM", p.vmem_bytes, pool.clone()),
             vmem_port: crate::vmem_port::VmemPort::new(p.vmem_bpc),
         }
     }
@@ -453,7 +478,7 @@ impl Chip {
         let k = match ev {
             Ev::Seq(_) => 0,
             Ev::Kick(..) => 1,
-            Ev::Done { .. } => 2,
+            Ev::Done { .. } | Ev::IciSelf(_) => 2,
             Ev::DmaJoin(_) => 3,
             Ev::HbmWake(_) => 4,
             Ev::DmaDone(..) => 5,
@@ -474,7 +499,64 @@ impl Chip {
             }
             Ev::HbmWake(g) => self.hbm_wake(env, now, g),
             Ev::DmaDone(x) => self.finish_xfer(env, now, x),
+            Ev::IciSelf(i) => {
+                let (send, recv) = self.self_arriving[i as usize]
+                    .take()
+                    .expect("a matched transfer to itself");
+                self.ici_deliver(env, &recv, &send.data)?;
+                self.ici_complete(env, now, &send)?;
+                self.ici_complete(env, now, &recv)
+            }
         }
+    }
+
+    /// Posts an `ici.send` (`send`) or `ici.recv` of this chip to itself at `now`: matched with
+    /// its partner by tag in posting order, as the fabric matches (`sim::ici`); a matched pair
+    /// arrives one cycle after the later post (no link, the fabric's latency of an empty
+    /// path). Returns the message of a length mismatch.
+    pub(crate) fn post_self(
+        &mut self,
+        send: bool,
+        p: crate::ici::Post,
+        now: Cycle,
+    ) -> Result<(), String> {
+        let [sends, recvs] = &mut self.self_posts;
+        let (mine, other) = if send { (sends, recvs) } else { (recvs, sends) };
+        let partner = other.get_mut(&p.tag).and_then(|q| q.pop_front());
+        if other.get(&p.tag).is_some_and(|q| q.is_empty()) {
+            other.remove(&p.tag);
+        }
+        let Some(partner) = partner else {
+            mine.entry(p.tag).or_default().push_back(p);
+            return Ok(());
+        };
+        let (s, r) = if send { (p, partner) } else { (partner, p) };
+        crate::ici::check_match(&s, &r)?;
+        let slot = match self.self_arriving.iter().position(Option::is_none) {
+            Some(i) => {
+                self.self_arriving[i] = Some((s, r));
+                i
+            }
+            None => {
+                self.self_arriving.push(Some((s, r)));
+                self.self_arriving.len() - 1
+            }
+        };
+        self.q
+            .schedule(now + 1, Priority::Arrive, Ev::IciSelf(slot as u32));
+        Ok(())
+    }
+
+    /// This chip's transfers to itself still waiting for their partner (`true`: a send), for
+    /// the deadlock report.
+    pub fn self_waits(&self) -> Vec<(bool, &crate::ici::Post)> {
+        let [sends, recvs] = &self.self_posts;
+        sends
+            .values()
+            .flatten()
+            .map(|p| (true, p))
+            .chain(recvs.values().flatten().map(|p| (false, p)))
+            .collect()
     }
 
     /// Completes a unit instruction of core `c`: semaphore, counters, wake-ups.

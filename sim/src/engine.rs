@@ -20,12 +20,15 @@ use std::collections::BinaryHeap;
 /// and a semaphore signalled at `t` is seen by a wait re-tried at `t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Priority {
+    /// An ICI transfer's arrival: before the chip's other events of its cycle, as the
+    /// fabric's arrivals are (`sim::system` applies those before a chip's events of the cycle).
+    Arrive = 0,
     /// Data arrivals, transfer completions, unit completions.
-    Complete = 0,
+    Complete = 1,
     /// A unit starting the next operation of its queue.
-    UnitStart = 1,
+    UnitStart = 2,
     /// The sequencer issuing (or retrying) an instruction.
-    Issue = 2,
+    Issue = 3,
 }
 
 /// The ordering key of an event, as exposed for merging several queues.

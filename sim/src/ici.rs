@@ -72,6 +72,38 @@ pub struct Arrival {
     pub recv: Post,
     /// When the transfer started (both posted).
     pub start: Cycle,
+    /// When it arrives.
+    pub at: Cycle,
+}
+
+/// The error (for the later-posted instruction) of a send and a receive that pair up by
+/// (source, destination, tag) but disagree on the length.
+pub fn check_match(s: &Post, r: &Post) -> Result<(), String> {
+    if s.len != r.len {
+        return Err(format!(
+            "ici.recv of {} bytes from chip {} (tag {}) on chip {} pc {} matched an \
+             ici.send of {} bytes (chip {} pc {} `{}`)",
+            r.len, r.peer, r.tag, r.chip, r.pc, s.len, s.chip, s.pc, s.inst
+        ));
+    }
+    Ok(())
+}
+
+/// The deadlock-report line of a posted instruction still waiting for its partner.
+pub fn wait_line(send: bool, p: &Post) -> String {
+    if send {
+        format!(
+            "chip{}.core{}.ici pc {} `{}` (posted at cycle {}): send to chip {} tag {} waits \
+             for the matching ici.recv on chip {}",
+            p.chip, p.core, p.pc, p.inst, p.posted, p.peer, p.tag, p.peer
+        )
+    } else {
+        format!(
+            "chip{}.core{}.ici pc {} `{}` (posted at cycle {}): receive from chip {} tag {} \
+             waits for the matching ici.send on chip {}",
+            p.chip, p.core, p.pc, p.inst, p.posted, p.peer, p.tag, p.peer
+        )
+    }
 }
 
 /// Chips at coordinates and the links between them.
@@ -315,15 +347,21 @@ impl Fabric {
             return Ok(());
         };
         let (s, r) = if send { (p, partner) } else { (partner, p) };
-        if s.len != r.len {
-            return Err(format!(
-                "ici.recv of {} bytes from chip {} (tag {}) on chip {} pc {} matched an \
-                 ici.send of {} bytes (chip {} pc {} `{}`)",
-                r.len, r.peer, r.tag, r.chip, r.pc, s.len, s.chip, s.pc, s.inst
-            ));
-        }
+        check_match(&s, &r)?;
         self.start(now, s, r, stats);
         Ok(())
+    }
+
+    /// The fewest cycles from a post to the arrival it can cause on another chip: one hop's
+    /// latency, at least a cycle (a transfer between two chips crosses at least one link). The
+    /// parallel run's lookahead (`sim::system`).
+    pub fn lookahead(&self) -> u64 {
+        self.hop_cycles.max(1)
+    }
+
+    /// The cycle of the earliest transfer arrival already scheduled, if any.
+    pub fn next_arrival(&self) -> Option<Cycle> {
+        self.arriving.iter().flatten().map(|a| a.at).min()
     }
 
     fn start(&mut self, now: Cycle, send: Post, recv: Post, stats: &mut Stats) {
@@ -371,13 +409,19 @@ impl Fabric {
             self.total_bytes = Some(stats.declare(
                 "ici.bytes".into(),
                 "bytes",
-                "bytes delivered over ICI (each transfer counted once)",
+                "bytes delivered over ICI links (each transfer counted once; a chip's transfers to \
+                 itself cross no link and are not counted)",
             ));
         }
     }
 
     fn arrive_at(&mut self, t: Cycle, send: Post, recv: Post, start: Cycle) {
-        let a = Arrival { send, recv, start };
+        let a = Arrival {
+            send,
+            recv,
+            start,
+            at: t,
+        };
         let i = match self.free_arriving.pop() {
             Some(i) => {
                 self.arriving[i] = Some(a);
@@ -525,26 +569,25 @@ impl Fabric {
     }
 
     /// One line per posted instruction still waiting for its partner, and per transfer in
-    /// flight (for deadlock and timeout reports).
-    pub fn waits(&self) -> Vec<String> {
+    /// flight (for deadlock and timeout reports). `own` are the chips' unmatched transfers to
+    /// themselves (matched on the chip, `Chip::self_waits`): listed with the fabric's, sends
+    /// then receives, each by (source, destination, tag) and in posting order.
+    pub fn waits(&self, own: &[(bool, &Post)]) -> Vec<String> {
         let mut w = Vec::new();
-        for ((src, dst, tag), q) in &self.sends {
-            for p in q {
-                w.push(format!(
-                    "chip{src}.core{}.ici pc {} `{}` (posted at cycle {}): send to chip {dst} \
-                     tag {tag} waits for the matching ici.recv on chip {dst}",
-                    p.core, p.pc, p.inst, p.posted
-                ));
-            }
-        }
-        for ((src, dst, tag), q) in &self.recvs {
-            for p in q {
-                w.push(format!(
-                    "chip{dst}.core{}.ici pc {} `{}` (posted at cycle {}): receive from chip \
-                     {src} tag {tag} waits for the matching ici.send on chip {src}",
-                    p.core, p.pc, p.inst, p.posted
-                ));
-            }
+        for send in [true, false] {
+            let table = if send { &self.sends } else { &self.recvs };
+            let mut lines: Vec<((u32, u32, u32), String)> = table
+                .iter()
+                .flat_map(|(k, q)| q.iter().map(move |p| (*k, wait_line(send, p))))
+                .collect();
+            lines.extend(
+                own.iter()
+                    .filter(|(s, _)| *s == send)
+                    .map(|(_, p)| ((p.chip, p.chip, p.tag), wait_line(send, p))),
+            );
+            // Stable: one key's posts stay in posting order.
+            lines.sort_by_key(|(k, _)| *k);
+            w.extend(lines.into_iter().map(|(_, l)| l));
         }
         for f in &self.flows {
             w.push(format!(

@@ -4,8 +4,9 @@
 //! Invariants: every access is bounds-checked against the configured capacity and fails with a
 //! [`MemError`] (never a panic); unwritten bytes read as zero; contents never depend on the order
 //! pages were allocated in; pages are kept in a map, so creating a memory costs nothing
-//! whatever its capacity; all memories of a run draw their pages from one [`Pool`] whose
-//! limit is the run's memory budget (`--max-memory`).
+//! whatever its capacity; all memories of a chip draw their pages from one [`Pool`] whose
+//! limit is the chip's share of the run's memory budget (`--max-memory`; one pool per chip, so
+//! which chip runs out does not depend on the order threads touch pages in).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,7 +84,8 @@ fn describe(e: &MemError) -> String {
         ),
         Some(b) => format!(
             "resource limit: {}: accessing [{:#x}, {:#x}+{}) needs more touched memory than the \
-             budget of {b} bytes for all simulated memories (--max-memory)",
+             budget of {b} bytes for all simulated memories (--max-memory) of the chip (the \
+             chips of a pod share the budget evenly)",
             e.mem, e.addr, e.addr, e.len
         ),
     }

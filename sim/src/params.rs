@@ -72,8 +72,6 @@ pub struct Params {
     pub hbm_burst: u64,
     /// HBM capacity, bytes.
     pub hbm_bytes: u64,
-    /// Where every memory of the run takes its pages from (limit: the memory budget).
-    pub pool: crate::memory::Pool,
     /// HBM bandwidth, bytes per cycle.
     pub hbm_bpc: f64,
     /// HBM latency, cycles.
@@ -123,7 +121,6 @@ impl Params {
             dma_chunk_cycles: a.dma.chunk_cycles as u64,
             hbm_burst: a.hbm.burst_bytes.max(1),
             hbm_bytes: a.hbm.bytes,
-            pool: crate::memory::Pool::default(),
             hbm_bpc: a.bytes_per_cycle(a.hbm.gbps),
             hbm_latency: a.cycles_from_ns(a.hbm.latency_ns),
             host_bpc: a.bytes_per_cycle(a.host.gbps),

@@ -49,13 +49,10 @@ impl Chip {
             match self.seq_one(env, t, c)? {
                 None => return Ok(()),
                 Some(next) => {
-                    // Stop before another event of this chip, before anything outside it may
-                    // happen (`horizon`), and after an ICI post: the fabric must see the post
-                    // (a transfer it completes may end before this chip's next instruction).
-                    if self.q.peek_key().is_some_and(|k| k.time <= next)
-                        || next >= env.horizon
-                        || !self.ici_out.is_empty()
-                    {
+                    // Stop before another event of this chip and before anything outside it
+                    // may happen (`horizon`: the end of the window `sim::system` runs this
+                    // chip in, before which no transfer can arrive).
+                    if self.q.peek_key().is_some_and(|k| k.time <= next) || next >= env.horizon {
                         break;
                     }
                     t = next;

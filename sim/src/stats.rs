@@ -92,6 +92,15 @@ impl Stats {
             .map(|(decl, &value)| StatEntry { decl, value })
     }
 
+    /// Appends every statistic of `other` with its value, after this registry's (a pod's
+    /// registry is its chips' in chip order, then the fabric's). The names must not collide:
+    /// each registry holds one chip's statistics (`chipN.…`) or the fabric's (`ici.…`).
+    pub fn absorb(&mut self, other: Stats) {
+        debug_assert!(other.decls.iter().all(|d| self.find(&d.name).is_none()));
+        self.decls.extend(other.decls);
+        self.values.extend(other.values);
+    }
+
     /// Number of statistics.
     pub fn len(&self) -> usize {
         self.decls.len()
@@ -118,6 +127,22 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absorb_appends_in_order_with_values() {
+        let mut a = Stats::new();
+        let x = a.declare("chip0.x".into(), "bytes", "x");
+        a.add(x, 3);
+        let mut b = Stats::new();
+        let y = b.declare("chip1.x".into(), "bytes", "x");
+        b.add(y, 5);
+        a.absorb(b);
+        let names: Vec<_> = a.iter().map(|e| (e.decl.name.clone(), e.value)).collect();
+        assert_eq!(
+            names,
+            [("chip0.x".to_string(), 3), ("chip1.x".to_string(), 5)]
+        );
+    }
 
     #[test]
     #[should_panic(expected = "declared twice")]

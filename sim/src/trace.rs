@@ -90,3 +90,116 @@ impl TraceSink for VecSink {
         self.events.push(ev.into());
     }
 }
+
+/// A sink keeping events compactly until they are handed on in order ([`EventBuf::drain_into`]):
+/// their strings in one buffer, so recording costs no allocation per event. Each chip of a
+/// parallel run records into its own (`sim::system`).
+#[derive(Clone, Debug, Default)]
+pub struct EventBuf {
+    text: String,
+    events: Vec<BufEvent>,
+}
+
+#[derive(Clone, Debug)]
+struct BufEvent {
+    chip: u32,
+    /// Ends of the unit, name and symbol in `text` (each starts where the previous ends).
+    ends: [usize; 3],
+    has_symbol: bool,
+    pc: Option<u32>,
+    start: u64,
+    end: u64,
+    hbm_bytes: u64,
+    vmem_bytes: u64,
+}
+
+impl TraceSink for EventBuf {
+    fn event(&mut self, ev: &TraceEvent<'_>) {
+        let mut ends = [0; 3];
+        for (i, s) in [ev.unit, ev.name, ev.symbol.unwrap_or("")]
+            .iter()
+            .enumerate()
+        {
+            self.text.push_str(s);
+            ends[i] = self.text.len();
+        }
+        self.events.push(BufEvent {
+            chip: ev.chip,
+            ends,
+            has_symbol: ev.symbol.is_some(),
+            pc: ev.pc,
+            start: ev.start,
+            end: ev.end,
+            hbm_bytes: ev.hbm_bytes,
+            vmem_bytes: ev.vmem_bytes,
+        });
+    }
+}
+
+impl EventBuf {
+    /// Hands every event recorded to `sink` in recording order and empties the buffer.
+    pub fn drain_into(&mut self, sink: &mut dyn TraceSink) {
+        let mut from = 0;
+        for e in &self.events {
+            let [u, n, y] = e.ends;
+            sink.event(&TraceEvent {
+                chip: e.chip,
+                unit: &self.text[from..u],
+                name: &self.text[u..n],
+                symbol: e.has_symbol.then(|| &self.text[n..y]),
+                pc: e.pc,
+                start: e.start,
+                end: e.end,
+                hbm_bytes: e.hbm_bytes,
+                vmem_bytes: e.vmem_bytes,
+            });
+            from = y;
+        }
+        self.events.clear();
+        self.text.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_buffer_hands_on_what_it_recorded_in_order() {
+        let evs = [
+            TraceEvent {
+                chip: 1,
+                unit: "core0.mxu1",
+                name: "mxu.matmul",
+                symbol: Some("dot.3"),
+                pc: Some(7),
+                start: 10,
+                end: 20,
+                hbm_bytes: 0,
+                vmem_bytes: 64,
+            },
+            TraceEvent {
+                chip: 2,
+                unit: "ici.x+",
+                name: "transfer",
+                symbol: None,
+                pc: None,
+                start: 5,
+                end: 6,
+                hbm_bytes: 3,
+                vmem_bytes: 0,
+            },
+        ];
+        let mut buf = EventBuf::default();
+        for e in &evs {
+            buf.event(e);
+        }
+        let mut out = VecSink::default();
+        buf.drain_into(&mut out);
+        let want: Vec<OwnedTraceEvent> = evs.iter().map(Into::into).collect();
+        assert_eq!(out.events, want);
+        let mut again = VecSink::default();
+        buf.drain_into(&mut again);
+        assert!(again.events.is_empty());
+    }
+}

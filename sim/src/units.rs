@@ -709,24 +709,27 @@ impl Chip {
         let unit = &mut self.cores[c].units[u];
         unit.unreported_from = Some(unit.unreported_from.map_or(now, |x| x.min(now)));
         self.ici_live.push((c as u16, now));
-        self.ici_out.push((
-            send,
-            crate::ici::Post {
-                chip: self.idx,
-                core: c as u16,
-                pc: cmd.pc,
-                inst: cmd.inst.to_string(),
-                peer: peer as u32,
-                tag,
-                len,
-                signal,
-                race_id,
-                space: m.space,
-                addr: a,
-                data,
-                posted: now,
-            },
-        ));
+        let post = crate::ici::Post {
+            chip: self.idx,
+            core: c as u16,
+            pc: cmd.pc,
+            inst: cmd.inst.to_string(),
+            peer: peer as u32,
+            tag,
+            len,
+            signal,
+            race_id,
+            space: m.space,
+            addr: a,
+            data,
+            posted: now,
+        };
+        if post.peer == self.idx {
+            self.post_self(send, post, now)
+                .map_err(|m| self.cmd_err(env, c, cmd, m))?;
+        } else {
+            self.ici_out.push((send, post));
+        }
         Ok(Started {
             vmem_stall: 0,
             start: now,

@@ -303,3 +303,112 @@ fn chips_read_their_torus_coordinates() {
         );
     }
 }
+
+/// `asm` on `chips` chips and `threads` threads: the outcome (cycles, or the error's text),
+/// every statistic, every trace event and each chip's first 64 KiB of core 0's VMEM.
+fn on_threads(
+    asm: &str,
+    a: &ArchConfig,
+    chips: u32,
+    threads: usize,
+) -> (
+    Result<u64, String>,
+    String,
+    Vec<sim::trace::OwnedTraceEvent>,
+    Vec<Vec<u8>>,
+) {
+    use std::sync::{Arc, Mutex};
+    struct Shared(Arc<Mutex<sim::trace::VecSink>>);
+    impl sim::trace::TraceSink for Shared {
+        fn event(&mut self, ev: &sim::trace::TraceEvent<'_>) {
+            self.0.lock().unwrap().event(ev)
+        }
+    }
+    let prog = isa::asm::assemble(asm).unwrap_or_else(|e| panic!("{}", e.render("test.s")));
+    let opts = SimOptions {
+        threads,
+        ..Default::default()
+    };
+    let mut sys = System::new(a, prog, chips, opts).unwrap();
+    let sink = Arc::new(Mutex::new(sim::trace::VecSink::default()));
+    sys.set_trace(Box::new(Shared(sink.clone())));
+    let r = sys.run().map(|r| r.cycles).map_err(|e| e.to_string());
+    let mems = (0..chips as usize)
+        .map(|c| sys.vmem(c, 0).unwrap().read_vec(0, 65536).unwrap())
+        .collect();
+    let events = sink.lock().unwrap().events.clone();
+    (r, sys.stats().to_json().to_string(), events, mems)
+}
+
+#[test]
+fn a_run_is_the_same_on_any_number_of_threads() {
+    let a = mini(&[]);
+    let racy = r#"
+    s.csr s1, csr=replica_id
+    s.li s2, 1
+    bne s1, s0, other
+    ici.send s2, vmem[s0+0], len=4096, tag=3, signal=sem0
+    sem.wait sem0, n=1
+    halt
+other:
+    ici.recv s0, vmem[s0+0], len=4096, tag=3, signal=sem0
+    vpu.add [s0+8192], [s0+0], [s0+0], n=16, t=f32
+    sem.wait sem0, n=1
+    halt
+"#;
+    for (asm, chips) in [
+        (ring_shift(4096), 4),
+        (ring_shift(64), 3),
+        (racy.to_string(), 2),
+    ] {
+        let one = on_threads(&asm, &a, chips, 1);
+        assert!(!one.2.is_empty());
+        for threads in 2..=chips as usize + 1 {
+            let other = on_threads(&asm, &a, chips, threads);
+            assert_eq!(other.0, one.0, "{chips} chips on {threads} threads");
+            assert!(other.1 == one.1, "statistics on {threads} threads");
+            assert!(other.2 == one.2, "trace on {threads} threads");
+            assert!(other.3 == one.3, "memories on {threads} threads");
+        }
+    }
+    // The racy program's race is reported the same way every time.
+    let r = on_threads(racy, &a, 2, 2).0.unwrap_err();
+    assert!(r.contains("vpu.add"), "{r}");
+}
+
+#[test]
+fn a_chip_sends_to_itself_and_a_missing_partner_is_named() {
+    let a = mini(&[]);
+    // Each chip sends its replica id to itself, then the receive is posted.
+    let asm = r#"
+    s.csr s1, csr=replica_id
+    s.st s1, [s0+0], t=s64
+    ici.send s1, vmem[s0+0], len=8, tag=5, signal=sem0
+    ici.recv s1, vmem[s0+4096], len=8, tag=5, signal=sem1
+    sem.wait sem0, n=1
+    sem.wait sem1, n=1
+    halt
+"#;
+    let (sys, _) = run(asm, &a, 2, true).unwrap();
+    for chip in 0..2usize {
+        let b = sys.vmem(chip, 0).unwrap().read_vec(4096, 8).unwrap();
+        assert_eq!(u64::from_le_bytes(b.try_into().unwrap()), chip as u64);
+    }
+    // No link carried anything.
+    assert_eq!(sys.stats().value("ici.bytes"), None);
+    let lonely = "s.csr s1, csr=replica_id\nici.send s1, vmem[s0+0], len=8, tag=5, signal=sem0\nsem.wait sem0, n=1\nhalt\n";
+    match run(lonely, &a, 2, true) {
+        Err(SimError::Deadlock(r)) => {
+            let m = r.to_string();
+            for c in 0..2 {
+                assert!(
+                    m.contains(&format!(
+                        "send to chip {c} tag 5 waits for the matching ici.recv on chip {c}"
+                    )),
+                    "{m}"
+                );
+            }
+        }
+        other => panic!("expected a deadlock, got {:?}", other.map(|x| x.1)),
+    }
+}

@@ -85,6 +85,11 @@ impl Vmem {
         Some(start)
     }
 
+    /// The largest block [`Vmem::alloc`] could return now.
+    pub fn largest_free(&self) -> u64 {
+        self.free.iter().map(|&(_, len)| len).max().unwrap_or(0)
+    }
+
     /// Returns the block of `bytes` at `addr`.
     pub fn free(&mut self, addr: u64, bytes: u64) {
         let n = align(bytes.max(1));

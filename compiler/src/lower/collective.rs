@@ -29,6 +29,16 @@
 //!   to its target (if any), chosen by branches on the record.
 //! * collective-broadcast: the group's first member sends to every other member at once.
 //!
+//! **Streamed through HBM.** An all-reduce whose operand is a parameter too large for VMEM
+//! ([`streamable`]: more than half of `vmem.bytes`) and whose result is the module's leaves
+//! both in HBM ([`Lowerer::all_reduce_streamed`]): the bidirectional ring runs over chunks as
+//! large as two of them fit the free VMEM. Per chunk: its DMA from HBM into one of two
+//! buffers (issued a chunk ahead, so it overlaps the transfers), the reduce-scatter in VMEM,
+//! the chip's reduced block copied to the result in HBM, then the all-gather straight between
+//! the chips' HBM (`ici.send`/`ici.recv` of HBM addresses). Chunk `k`'s reduce-scatter steps
+//! run together with chunk `k − 1`'s all-gather steps (one ring phase of four lanes), so the
+//! hop latencies of the two overlap; the ICI reads and writes HBM outside the HBM link model.
+//!
 //! Async forms (`*-start`/`*-done`, `async-start`/`async-done`) reach this file as their
 //! synchronous ops ([`crate::passes::sync_async`]): no overlap with compute yet.
 
@@ -74,6 +84,9 @@ const FLAT: Frame = Frame {
 #[derive(Clone, Copy, Debug)]
 struct Lane {
     f: Frame,
+    /// Where the chunks are: VMEM, or HBM for an all-gather phase streamed through HBM
+    /// (a combining phase works in VMEM).
+    space: Space,
     base: u64,
     stride: u64,
     len: u64,
@@ -103,6 +116,38 @@ enum RtVpu {
     Store,
     /// `[s28] = [b]`.
     Load,
+}
+
+/// An all-reduce streamed through HBM (module docs): one operand, a parameter larger than half
+/// of VMEM; its result is the module's result (or an element of the root tuple). Decided before
+/// the parameters are placed: such a parameter stays in HBM.
+pub fn streamable(
+    m: &hlo::Module,
+    h: InstId,
+    users: &[Vec<InstId>],
+    arch: &arch::ArchConfig,
+) -> bool {
+    let c = m.entry();
+    let inst = &c.insts[h];
+    if inst.opcode != Opcode::AllReduce || inst.operands.len() != 1 {
+        return false;
+    }
+    let x = &c.insts[inst.operands[0]];
+    let (Some(xs), Some(_)) = (x.shape.as_array(), inst.shape.as_array()) else {
+        return false;
+    };
+    if x.opcode != Opcode::Parameter || xs.is_dynamic() {
+        return false;
+    }
+    let bytes = xs.udims().iter().map(|&d| d as u64).product::<u64>() * xs.ty.byte_size() as u64;
+    if bytes.saturating_mul(2) <= arch.vmem.bytes {
+        return false;
+    }
+    let root = c.root;
+    users[h.index()]
+        .iter()
+        .all(|&u| u == root && c.insts[u].opcode == Opcode::Tuple)
+        || (root == h && users[h.index()].is_empty())
 }
 
 /// Lowers collectives and `replica-id`; `None` if `h` is not one.
@@ -622,42 +667,74 @@ impl Lowerer<'_> {
     /// at position `p` ends with chunk `p` fully reduced) or all-gather (chip `p` starts with
     /// chunk `p` and ends with all).
     fn ring_phase(&mut self, lanes: &[Lane], g: u64, t: DType, w: u64, combine: Option<Opcode>) {
-        let (hops_s, hops_r): (i64, i64) = if combine.is_some() { (1, 2) } else { (0, 1) };
-        if let Some(l) = lanes.first() {
+        let mixed: Vec<(Lane, Option<Opcode>)> = lanes.iter().map(|&l| (l, combine)).collect();
+        self.ring_phase_mixed(&mixed, g, t, w);
+    }
+
+    /// [`Self::ring_phase`] with each lane's own `combine`: reduce-scatter and all-gather lanes
+    /// (of different data) step together, so their steps' latencies overlap.
+    fn ring_phase_mixed(&mut self, lanes: &[(Lane, Option<Opcode>)], g: u64, t: DType, w: u64) {
+        // Chunks sent and received, relative to the position.
+        let hops = |c: &Option<Opcode>| -> (i64, i64) {
+            if c.is_some() {
+                (1, 2)
+            } else {
+                (0, 1)
+            }
+        };
+        if let Some((l, _)) = lanes.first() {
             self.ld_field(R_POS, l.f.pos);
         }
         for s in 0..g as i64 - 1 {
             // Chunk indices relative to the position: downstream-flowing lanes count down.
             let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
-            for lane in lanes {
+            for (lane, combine) in lanes {
                 let from = if lane.fwd { lane.f.prev } else { lane.f.next };
                 let dst = if combine.is_some() {
                     self.e.memref(Space::Vmem, lane.tmp)
                 } else {
-                    self.chunk_addr(k(lane, hops_r), g, lane.stride, lane.base, lane.f.seg);
+                    self.chunk_addr(
+                        k(lane, hops(combine).1),
+                        g,
+                        lane.stride,
+                        lane.base,
+                        lane.f.seg,
+                    );
                     MemRef {
-                        space: Space::Vmem,
+                        space: lane.space,
                         base: R_ADDR,
                         off: 0,
                     }
                 };
                 self.post(false, from, dst, lane.len * w, lane.tag, lane.sems[1]);
             }
-            for lane in lanes {
+            for (lane, combine) in lanes {
                 let to = if lane.fwd { lane.f.next } else { lane.f.prev };
-                self.chunk_addr(k(lane, hops_s), g, lane.stride, lane.base, lane.f.seg);
+                self.chunk_addr(
+                    k(lane, hops(combine).0),
+                    g,
+                    lane.stride,
+                    lane.base,
+                    lane.f.seg,
+                );
                 let src = MemRef {
-                    space: Space::Vmem,
+                    space: lane.space,
                     base: R_ADDR,
                     off: 0,
                 };
                 self.post(true, to, src, lane.len * w, lane.tag, lane.sems[0]);
             }
             let mut pieces = vec![0u32; lanes.len()];
-            if let Some(op) = combine {
-                for (i, lane) in lanes.iter().enumerate() {
+            for (i, (lane, combine)) in lanes.iter().enumerate() {
+                if let Some(op) = *combine {
                     self.wait(lane.sems[1], 1);
-                    self.chunk_addr(k(lane, hops_r), g, lane.stride, lane.base, lane.f.seg);
+                    self.chunk_addr(
+                        k(lane, hops(combine).1),
+                        g,
+                        lane.stride,
+                        lane.base,
+                        lane.f.seg,
+                    );
                     pieces[i] = self.runtime_vpu(
                         RtVpu::Combine(op),
                         lane.tmp,
@@ -668,7 +745,7 @@ impl Lowerer<'_> {
                     );
                 }
             }
-            for (i, lane) in lanes.iter().enumerate() {
+            for (i, (lane, combine)) in lanes.iter().enumerate() {
                 self.wait(lane.sems[0], 1);
                 if combine.is_none() {
                     self.wait(lane.sems[1], 1);
@@ -710,6 +787,7 @@ impl Lowerer<'_> {
             };
             lanes.push(Lane {
                 f,
+                space: Space::Vmem,
                 base: base + off * w,
                 stride: ce * w,
                 len,
@@ -745,6 +823,11 @@ impl Lowerer<'_> {
 
     fn all_reduce(&mut self, h: InstId) -> CResult<Val> {
         let ops = self.comp().insts[h].operands.clone();
+        if let [x] = ops[..] {
+            if let Some(Val::Hbm(slot)) = self.vals[x.index()].clone() {
+                return self.all_reduce_streamed(h, slot);
+            }
+        }
         // Where a chunk ends up is internal to all-reduce: the ring may visit the members in
         // the order that keeps neighbours one hop apart.
         let groups = self.snake_order(self.groups(h)?);
@@ -836,6 +919,159 @@ impl Lowerer<'_> {
         } else {
             Val::Tuple(vals)
         })
+    }
+
+    /// An all-reduce of the parameter at `x` in HBM into a result slot in HBM (module docs,
+    /// "Streamed through HBM").
+    fn all_reduce_streamed(&mut self, h: InstId, x: crate::io::Slot) -> CResult<Val> {
+        let (ty, dims) = self.out_shape(h)?;
+        let t = self.vty(ty)?;
+        let op = self.reducer(h, t)?;
+        let groups = self.snake_order(self.groups(h)?);
+        let g = groups[0].len() as u64;
+        let w = ty.byte_size() as u64;
+        let n: u64 = dims.iter().map(|&d| d as u64).product();
+        let name = self.comp().insts[h].name.clone();
+        self.note(h, CollKind::AllReduce, &groups, n * w, &[]);
+        if g == 1 {
+            let out = self.hbm_slot(n * w, &name)?;
+            self.dma((Space::Hbm, out), (Space::Hbm, x.addr), n * w)?;
+            return Ok(Val::Hbm(crate::io::Slot {
+                addr: out,
+                ty,
+                dims,
+            }));
+        }
+        // Chunks of `e` elements (a multiple of 2g): two buffers and the lanes' scratch
+        // (`e/g` elements) in the largest free block of VMEM.
+        let free = self
+            .vmem
+            .largest_free()
+            .saturating_sub(4 * super::alloc::ALIGN);
+        let step = 2 * g;
+        let fit = free * g / (w * (2 * g + 1)) / step * step;
+        if fit < step {
+            return Err(self.too_large(format!(
+                "%{name}: streaming an all-reduce through HBM needs two VMEM buffers of at least \
+                 {step} elements; {free} bytes of VMEM are free"
+            )));
+        }
+        // As few chunks as fit, of equal size (the padding of the last is under 2g elements).
+        let k_chunks = n.div_ceil(fit);
+        let e = n.div_ceil(k_chunks).div_ceil(step) * step;
+        // The result slot holds whole chunks (the last one's padding is never read).
+        let out = self.hbm_slot(k_chunks * e * w, &name)?;
+        let bufs = [
+            self.tmp(ty, vec![e as usize])?.addr,
+            self.tmp(ty, vec![e as usize])?.addr,
+        ];
+        let ce = e / g;
+        let lanes0 = self.lanes(bufs[0], ce, ty, true)?;
+        let result = Val::Hbm(crate::io::Slot {
+            addr: out,
+            ty,
+            dims,
+        });
+        let recs = self.ring_records(&groups, false);
+        if !self.coll_begin(&recs)? {
+            return Ok(result);
+        }
+        // Sems: the reduce-scatter lanes 0..=5, the all-gather lanes 6..=11, the reduced
+        // blocks' copies 12.
+        const COPY: u8 = 12;
+        self.e.reserve(0..=COPY);
+        let len = |k: u64| e.min(n - k * e);
+        for k in 0..k_chunks.min(2) {
+            let b = bufs[k as usize % 2];
+            self.dma(
+                (Space::Vmem, b),
+                (Space::Hbm, x.addr + k * e * w),
+                len(k) * w,
+            )?;
+        }
+        // Chunk k's reduce-scatter steps together with chunk k−1's all-gather.
+        let mut gather: Vec<Lane> = Vec::new();
+        for k in 0..=k_chunks {
+            let b = bufs[k as usize % 2];
+            if (2..k_chunks).contains(&(k + 1)) {
+                // The other buffer's chunk (k − 1) is reduced and copied out: the next comes in
+                // during this step.
+                let nb = bufs[(k as usize + 1) % 2];
+                let src = x.addr + (k + 1) * e * w;
+                self.dma((Space::Vmem, nb), (Space::Hbm, src), len(k + 1) * w)?;
+            }
+            let mut phase: Vec<(Lane, Option<Opcode>)> =
+                gather.iter().map(|&l| (l, None)).collect();
+            let scatter: Vec<Lane> = lanes0
+                .iter()
+                .map(|l| Lane {
+                    base: l.base - bufs[0] + b,
+                    ..*l
+                })
+                .collect();
+            if k < k_chunks {
+                // Chunk k is in VMEM.
+                self.e.seq_read(isa::Access {
+                    space: Space::Vmem,
+                    start: b,
+                    row_bytes: len(k) * w,
+                    stride: len(k) * w,
+                    rows: 1,
+                });
+                phase.extend(scatter.iter().map(|&l| (l, Some(op))));
+            }
+            self.ring_phase_mixed(&phase, g, t, w);
+            if k == k_chunks {
+                break;
+            }
+            // The chip's reduced block (chunk `pos` of each lane) to the result in HBM.
+            let dst = out + k * e * w;
+            self.ld_field(R_POS, F_POS);
+            for l in &scatter {
+                self.chunk_addr(0, g, l.stride, l.base, None);
+                self.e.seq(Inst::SLi {
+                    rd: R_PEER,
+                    imm: dst as i64 - b as i64,
+                });
+                self.e.seq(Inst::SAdd {
+                    rd: R_PEER,
+                    ra: R_ADDR,
+                    rb: R_PEER,
+                });
+                let desc = self.e.b.dma_desc(isa::DmaDesc {
+                    len: (l.len * w) as u32,
+                    dims: vec![],
+                });
+                self.e.seq(Inst::DmaCopy {
+                    dst: MemRef {
+                        space: Space::Hbm,
+                        base: R_PEER,
+                        off: 0,
+                    },
+                    src: MemRef {
+                        space: Space::Vmem,
+                        base: R_ADDR,
+                        off: 0,
+                    },
+                    desc,
+                    wait: None,
+                    signal: Some(Sem(COPY)),
+                });
+            }
+            self.wait(COPY, scatter.len() as u32);
+            // Its all-gather runs between the chips' HBM, with the next chunk's reduce-scatter.
+            gather = scatter
+                .iter()
+                .map(|l| Lane {
+                    space: Space::Hbm,
+                    base: l.base - b + dst,
+                    sems: l.sems.map(|s| s + 6),
+                    ..*l
+                })
+                .collect();
+        }
+        self.coll_end();
+        Ok(result)
     }
 
     /// The single dimension of `dimensions={d}`.

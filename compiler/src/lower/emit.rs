@@ -202,6 +202,16 @@ impl Emitter {
         self.stats.fences += 1;
     }
 
+    /// Keeps semaphores `sems` from being handed to producers until the next `fence`: a block
+    /// that signals and waits them itself (a collective) while tracked instructions are still
+    /// pending. Call right after a `fence` (none of them is held then).
+    pub fn reserve(&mut self, sems: std::ops::RangeInclusive<u8>) {
+        for s in sems {
+            debug_assert!(self.pending.iter().all(|p| p.sem != Some(s)));
+            self.sem_free[s as usize] = None;
+        }
+    }
+
     /// Orders a sequencer read of `acc` (`s.ld`) after every pending write to it.
     pub fn seq_read(&mut self, acc: Access) {
         while let Some(k) = self

@@ -264,7 +264,7 @@ impl<'a> Lowerer<'a> {
             );
         }
         // Inputs: an HBM slot per parameter leaf, copied to VMEM up front unless only
-        // streamed dots read it.
+        // streamed dots and collectives read it.
         let params = c.parameters();
         let mut io_params = Vec::new();
         let mut users: Vec<Vec<InstId>> = vec![Vec::new(); c.insts.len()];
@@ -284,7 +284,9 @@ impl<'a> Lowerer<'a> {
             l.e.b.begin_hlo(&c.insts[p].name);
             let shape = c.insts[p].shape.clone();
             let hbm_only = !users[p.index()].is_empty()
-                && users[p.index()].iter().all(|u| streamable[u.index()])
+                && users[p.index()]
+                    .iter()
+                    .all(|u| streamable[u.index()] || collective::streamable(m, *u, &users, arch))
                 && c.root != p;
             let (place, val) = if hbm_only {
                 l.input_in_hbm(&shape, &c.insts[p].name)?
