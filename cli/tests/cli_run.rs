@@ -122,6 +122,14 @@ fn scatters_with_any_element_wise_update_computation_match_the_evaluator_bit_for
 }
 
 #[test]
+fn rng_in_loops_branches_and_calls_draws_the_evaluators_stream_bit_for_bit() {
+    // uniform and normal draws in a while body and condition, a thread of rng-bit-generator
+    // state through the loop, a draw in a branch taken or not (random predicate), a call, and
+    // draws before and after them (tests/chip/rng_control.hlo).
+    runs_like_the_evaluator("tests/chip/rng_control.hlo", &["1", "2"], "0");
+}
+
+#[test]
 fn a_scatter_computation_the_chip_cannot_run_is_named() {
     let dir = std::env::temp_dir().join(format!("systole-cli-scatter-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -125,6 +125,9 @@ pub fn lower_while(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     };
     l.load_scalar(&pb)?;
     l.end_sub(saved);
+    // The exit path skips the body: nothing of the condition may still be pending there, or a
+    // signal the body's wait would consume is left over on exit.
+    l.e.fence();
     branch(
         l,
         Inst::Beq {

@@ -27,6 +27,7 @@ pub mod gather;
 pub mod hostio;
 pub mod movement;
 pub mod reduce;
+pub mod rng_state;
 pub mod scatter;
 pub mod select_scatter;
 pub mod sendrecv;
@@ -176,6 +177,8 @@ pub struct Lowerer<'a> {
     pub(crate) coll_tables: std::collections::HashMap<Vec<i64>, u64>,
     /// Device-to-device send/recv channels.
     pub(crate) chans: sendrecv::Channels,
+    /// The HBM cell of the `rng` stream's counter, once an instruction uses it.
+    pub(crate) rng_state: Option<u64>,
 }
 
 /// The devices a verified module runs on (`replica_count × num_partitions`).
@@ -243,6 +246,7 @@ impl<'a> Lowerer<'a> {
             coll_tag: 0,
             chans: Default::default(),
             coll_tables: Default::default(),
+            rng_state: None,
         };
         // Only core 0 works; the others go straight to the final halt.
         let done = l.e.b.new_label();
@@ -417,6 +421,8 @@ impl<'a> Lowerer<'a> {
             O::While => control::lower_while(self, h),
             O::Conditional => control::lower_conditional(self, h),
             O::AfterAll => Ok(Val::Token),
+            O::RngGetAndUpdateState => rng_state::lower(self, h)?
+                .ok_or_else(|| CompileError::Internal("rng state not lowered".into())),
             O::Infeed | O::Outfeed => hostio::lower(self, h)?
                 .ok_or_else(|| CompileError::Internal("host transfer not lowered".into())),
             _ => {
