@@ -130,6 +130,13 @@ fn rng_in_loops_branches_and_calls_draws_the_evaluators_stream_bit_for_bit() {
 }
 
 #[test]
+fn complex_values_in_loops_branches_reducers_and_c128_match_the_evaluator() {
+    // c64 loop state computed on in a while body, c64 branches, reduces with complex add and
+    // multiply reducers, c128 multiply/divide/abs/reduce (tests/chip/complex_control.hlo).
+    runs_like_the_evaluator("tests/chip/complex_control.hlo", &["1", "2"], "1e-5");
+}
+
+#[test]
 fn a_scatter_computation_the_chip_cannot_run_is_named() {
     let dir = std::env::temp_dir().join(format!("systole-cli-scatter-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

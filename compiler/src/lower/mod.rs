@@ -411,7 +411,7 @@ impl<'a> Lowerer<'a> {
                     ));
                 }
                 // Complex values are only carried (the complex-planes pass computes on planes).
-                if ty != ElementType::C64 {
+                if !ty.is_complex() {
                     dtype(ty).ok_or_else(|| self.unsupported(format!("element type {ty}")))?;
                 }
                 let v = Val::Array(Buf { ty, dims, ..b });
@@ -822,7 +822,7 @@ impl<'a> Lowerer<'a> {
                 if a.is_dynamic() {
                     return Err(self.unsupported("dynamic dimensions"));
                 }
-                if a.ty != ElementType::C64 {
+                if !a.ty.is_complex() {
                     dtype(a.ty)
                         .ok_or_else(|| self.unsupported(format!("element type {}", a.ty)))?;
                 }
