@@ -6,56 +6,15 @@
 //! a case is an HLO module built from the drawn attributes plus a seed for its inputs, so a
 //! failure prints everything needed to rerun it with `systole run`.
 
-use compiler::{compile, CompileOptions};
-use eval::case::{check_value, Check, Tolerance};
+mod chip_common;
+
+use chip_common::chip_matches_evaluator;
 use hlo::{ArrayData, Literal};
 use proptest::prelude::*;
-use sim::{SimOptions, System};
 use systole_tests::{random_literal, Rng};
 
 /// Cases per property (each compiles and simulates one small module).
 const CASES: u32 = 32;
-
-/// The module on one chip of `tpu-v4` against the evaluator, on `args` (random for the
-/// parameters `args` leaves out, drawn from `seed`).
-fn chip_matches_evaluator(text: &str, mut args: Vec<Literal>, seed: u64, tol: f64) {
-    let m = hlo::parse(text).unwrap_or_else(|e| panic!("{}\n{text}", e.render("case", text)));
-    let m = hlo::verified(m).unwrap_or_else(|e| panic!("{}\n{text}", e.render("case", text)));
-    let mut g = Rng(seed);
-    let params = m.entry().program_shape().params;
-    for s in &params[args.len()..] {
-        args.push(random_literal(s, &mut g).expect("a supported type"));
-    }
-    let want = eval::evaluate(&m, &args).unwrap_or_else(|e| panic!("evaluator: {e}\n{text}"));
-    let arch = arch::ArchConfig::resolve("tpu-v4", &[] as &[&str]).unwrap();
-    let opts = CompileOptions {
-        f32_dot_passes: 6,
-        verify_between_passes: true,
-        ..CompileOptions::default()
-    };
-    let c = compile(&m, &arch, &opts).unwrap_or_else(|e| panic!("{}\n{text}", e.render("case")));
-    let mut sys = System::new(&arch, c.program.clone(), 1, SimOptions::default()).unwrap();
-    let mut writes = Vec::new();
-    for (p, a) in c.io.params.iter().zip(&args) {
-        compiler::io::literal_bytes(p, a, &mut writes).unwrap();
-    }
-    for (addr, b) in writes {
-        sys.write_hbm(0, addr, &b).unwrap();
-    }
-    sys.run().unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let hbm = sys.hbm(0).unwrap();
-    let have = compiler::io::read_literal(&c.io.result, &mut |a, n| hbm.read_vec(a, n).ok())
-        .expect("the result");
-    let (check, t) = if tol == 0.0 {
-        (Check::Exact, 0.0)
-    } else {
-        (Check::Close, tol)
-    };
-    let tol = Tolerance { rtol: t, atol: t };
-    if let Err(e) = check_value(check, tol, None, &want, &have) {
-        panic!("chip differs from the evaluator (seed {seed}): {e}\n{text}");
-    }
-}
 
 /// `n` s32 indices uniform in `[lo, hi]`.
 fn indices(dims: Vec<usize>, lo: i64, hi: i64, g: &mut Rng) -> Literal {
