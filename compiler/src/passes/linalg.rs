@@ -28,10 +28,12 @@
 //! `m × BLOCK × k` on the MXU. Measured (tpu-v4, one 128×128 system, 128 right-hand sides):
 //! 69,263 cycles unblocked, 37,747 blocked; 256×256: 86,889 blocked; cholesky 256×256: 266,016
 //! unblocked, 115,240 blocked; 1024×1024 (timing-only): cholesky 904,778 cycles, triangular
-//! solve with 16 right-hand sides 496,634. Triangle masks compare an `iota` vector broadcast
+//! solve with 16 right-hand sides 496,634; f64 (unrolled, emulated 64-bit VPU arithmetic)
+//! 512×512: cholesky 7,817,910, triangular solve with 8 right-hand sides 532,376. Triangle masks compare an `iota` vector broadcast
 //! along rows with one along columns (s16 up to 32,767 rows: the two broadcasts are the
 //! largest temporaries), so no full-matrix `iota` limits the size. Left alone (not supported
-//! on chip yet): f64 above [`MAX_UNROLL`] (the MXU has no f64 matmul for the blocked form),
+//! on chip yet): f64 above [`MAX_UNROLL`] (the MXU has no f64 matmul for the blocked form, and
+//! the unrolled form's `O(n³)` VPU work and `n²` temporaries grow past what is sensible),
 //! f32 above [`MAX_BLOCKED`] (the whole matrix and the expansion's temporaries live in VMEM:
 //! at 1024 the cholesky's peak is 13.6 of tpu-v4's 16 MiB; larger needs panels streamed
 //! from HBM, not built), complex types.
@@ -44,8 +46,8 @@ use hlo::{
     Precision, TransposeKind,
 };
 
-/// Largest matrix dimension the unrolled expansions accept.
-pub const MAX_UNROLL: i64 = 256;
+/// Largest matrix dimension the unrolled expansions accept (f64; f32 uses the blocked form).
+pub const MAX_UNROLL: i64 = 512;
 
 /// Rows per diagonal block of the blocked f32 triangular solve (above it, the off-diagonal
 /// updates go to the MXU).
