@@ -113,17 +113,42 @@ fn sorts_topk_argmax_and_select_and_scatter_match_the_evaluator() {
 }
 
 #[test]
-fn a_scatter_computation_the_chip_cannot_combine_is_named() {
+fn scatters_with_any_element_wise_update_computation_match_the_evaluator_bit_for_bit() {
+    // Update computations no vpu.scatter combiner expresses, run in rounds: a non-commutative
+    // subtract and y - 3x (order of duplicates matters), max(a, 2b), an overwrite written as a
+    // select, a variadic argmax pair, u8 with a two-row window; random indices in [-8, 7]
+    // repeat and fall outside (tests/chip/scatter_computations.hlo).
+    runs_like_the_evaluator("tests/chip/scatter_computations.hlo", &["1", "2", "3"], "0");
+}
+
+#[test]
+fn rng_in_loops_branches_and_calls_draws_the_evaluators_stream_bit_for_bit() {
+    // uniform and normal draws in a while body and condition, a thread of rng-bit-generator
+    // state through the loop, a draw in a branch taken or not (random predicate), a call, and
+    // draws before and after them (tests/chip/rng_control.hlo).
+    runs_like_the_evaluator("tests/chip/rng_control.hlo", &["1", "2"], "0");
+}
+
+#[test]
+fn complex_values_in_loops_branches_reducers_and_c128_match_the_evaluator() {
+    // c64 loop state computed on in a while body, c64 branches, reduces with complex add and
+    // multiply reducers, c128 multiply/divide/abs/reduce (tests/chip/complex_control.hlo).
+    runs_like_the_evaluator("tests/chip/complex_control.hlo", &["1", "2"], "1e-5");
+}
+
+#[test]
+fn a_scatter_computation_the_chip_cannot_run_is_named() {
     let dir = std::env::temp_dir().join(format!("systole-cli-scatter-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("sub.hlo");
+    let f = dir.join("cc.hlo");
     std::fs::write(
         &f,
-        "HloModule s\n\nsub_f {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  \
-         ROOT s = f32[] subtract(x, y)\n}\n\nENTRY main {\n  o = f32[4] parameter(0)\n  \
+        "HloModule s\n\nodd_f {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  \
+         c = f32[] custom-call(x, y), custom_call_target=\"my_combiner\"\n  \
+         ROOT s = f32[] add(c, y)\n}\n\nENTRY main {\n  o = f32[4] parameter(0)\n  \
          i = s32[3,1] parameter(1)\n  u = f32[3] parameter(2)\n  ROOT r = f32[4] scatter(o, i, u), \
          update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, \
-         index_vector_dim=1, to_apply=sub_f\n}\n",
+         index_vector_dim=1, to_apply=odd_f\n}\n",
     )
     .unwrap();
     let o = systole(&["compile", f.to_str().unwrap(), "--arch", "tpu-v4"]);
@@ -131,7 +156,7 @@ fn a_scatter_computation_the_chip_cannot_combine_is_named() {
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
     assert!(
         err.contains(
-            "13:8: error: not supported on chip yet: scatter with update computation sub_f"
+            "14:8: error: not supported on chip yet: custom-call in a scatter update computation"
         ),
         "{err}"
     );

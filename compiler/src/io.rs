@@ -218,6 +218,19 @@ pub fn from_bytes(ty: ElementType, dims: &[usize], b: &[u8]) -> Result<ArrayLite
                 })
                 .collect(),
         ),
+        // c128: two f64s.
+        T::C128 => ArrayData::C128(
+            b.chunks_exact(16)
+                .map(|c| {
+                    let f = |k: usize| {
+                        let mut w = [0u8; 8];
+                        w.copy_from_slice(&c[k..k + 8]);
+                        f64::from_le_bytes(w)
+                    };
+                    num_complex::Complex64::new(f(0), f(8))
+                })
+                .collect(),
+        ),
         t => {
             return Err(IoError::Mismatch(format!(
                 "element type {t} is not supported on chip yet"

@@ -67,6 +67,27 @@ impl Lowerer<'_> {
     }
 
     fn mov(&mut self, dst: &Buf, src: &Buf) -> CResult<()> {
+        if dst.ty.is_complex() {
+            // Carried complex values (the complex-planes pass computes on planes): the bytes
+            // as twice as many real parts.
+            let ty = if dst.ty == ElementType::C128 {
+                ElementType::F64
+            } else {
+                ElementType::F32
+            };
+            let n = 2 * dst.elems() as usize;
+            let d = Buf {
+                ty,
+                dims: vec![n],
+                ..dst.clone()
+            };
+            let s = Buf {
+                ty,
+                dims: vec![n],
+                ..src.clone()
+            };
+            return self.mov(&d, &s);
+        }
         let t = self.vty(dst.ty)?;
         let a = src.with_dims(dst.dims.clone());
         self.vpu_map(dst, &[&a], &mut |d, s, n| Inst::VMov {
@@ -125,6 +146,9 @@ pub fn lower_while(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     };
     l.load_scalar(&pb)?;
     l.end_sub(saved);
+    // The exit path skips the body: nothing of the condition may still be pending there, or a
+    // signal the body's wait would consume is left over on exit.
+    l.e.fence();
     branch(
         l,
         Inst::Beq {

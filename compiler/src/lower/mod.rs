@@ -27,6 +27,7 @@ pub mod gather;
 pub mod hostio;
 pub mod movement;
 pub mod reduce;
+pub mod rng_state;
 pub mod scatter;
 pub mod select_scatter;
 pub mod sendrecv;
@@ -178,6 +179,8 @@ pub struct Lowerer<'a> {
     pub(crate) coll_tables: std::collections::HashMap<Vec<i64>, u64>,
     /// Device-to-device send/recv channels.
     pub(crate) chans: sendrecv::Channels,
+    /// The HBM cell of the `rng` stream's counter, once an instruction uses it.
+    pub(crate) rng_state: Option<u64>,
 }
 
 /// The devices a verified module runs on (`replica_count × num_partitions`).
@@ -246,6 +249,7 @@ impl<'a> Lowerer<'a> {
             coll_tag: 0,
             chans: Default::default(),
             coll_tables: Default::default(),
+            rng_state: None,
         };
         // Only core 0 works; the others go straight to the final halt.
         let done = l.e.b.new_label();
@@ -437,7 +441,7 @@ impl<'a> Lowerer<'a> {
                     ));
                 }
                 // Complex values are only carried (the complex-planes pass computes on planes).
-                if ty != ElementType::C64 {
+                if !ty.is_complex() {
                     dtype(ty).ok_or_else(|| self.unsupported(format!("element type {ty}")))?;
                 }
                 let v = Val::Array(Buf { ty, dims, ..b });
@@ -447,6 +451,8 @@ impl<'a> Lowerer<'a> {
             O::While => control::lower_while(self, h),
             O::Conditional => control::lower_conditional(self, h),
             O::AfterAll => Ok(Val::Token),
+            O::RngGetAndUpdateState => rng_state::lower(self, h)?
+                .ok_or_else(|| CompileError::Internal("rng state not lowered".into())),
             O::Infeed | O::Outfeed => hostio::lower(self, h)?
                 .ok_or_else(|| CompileError::Internal("host transfer not lowered".into())),
             _ => {
@@ -843,7 +849,7 @@ impl<'a> Lowerer<'a> {
                 if a.is_dynamic() {
                     return Err(self.unsupported("dynamic dimensions"));
                 }
-                if a.ty != ElementType::C64 {
+                if !a.ty.is_complex() {
                     dtype(a.ty)
                         .ok_or_else(|| self.unsupported(format!("element type {}", a.ty)))?;
                 }

@@ -11,15 +11,30 @@
 //! `>= s[lim]`). The result is a copy of the operand, then one `vpu.scatter` per operand (and
 //! VPU chunk) applies the updates **in update order**, so duplicates combine deterministically.
 //!
-//! The update computation must be, per operand `i`, `p[N+i]` (overwrite: `set=1`), `p[i]`
-//! (keep: no scatter), or one add / multiply / minimum / maximum / and / or / xor of `p[i]`
-//! and `p[N+i]`; anything else is "not supported on chip yet".
+//! **Combiners.** When the update computation is, per operand `i`, `p[N+i]` (overwrite:
+//! `set=1`), `p[i]` (keep: no scatter), or one add / multiply / minimum / maximum / and / or /
+//! xor of `p[i]` and `p[N+i]`, the instruction combines duplicates itself.
+//!
+//! **Any other element-wise computation** (e.g. `max(a, 2·b)`, a tuple-returning variadic
+//! one, a non-commutative one) runs in **rounds** ([`scatter_rounds`]), which give exactly the
+//! evaluator's order (every update applied in row-major update order, `out = f(out, upd)`):
+//! round `r` applies, for every destination, its first still-pending update. Per round:
+//! `vpu.scatter` with `min` of the update positions into a per-destination slot array picks
+//! each destination's first pending update (the winner), a gather of the slot back tells each
+//! update whether it won, the current values are gathered, the computation runs element-wise
+//! on all updates ([`apply_comp`]), the winners' results are scattered (`set=1`, at most one
+//! per destination), the slots are reset and the winners leave the pending set. A
+//! `vpu.scatter` of ones into a one-element flag says whether any update is still pending,
+//! which the sequencer loads (`s.ld`) to branch back. The number of rounds is the largest
+//! number of updates that share a destination (1 without duplicates); each round costs about
+//! `12 + |f|` VPU passes over the updates. Computations with non-element-wise ops are "not
+//! supported on chip yet". A timing-only run reads a zero flag and runs one round.
 //!
 //! Cost: `K·(gather + 2 cmp + and + cvt + mul + add)` VPU instructions on the scatter positions,
 //! two expanding gathers, an add and a select on the update elements, an operand copy and one
-//! cross-lane pass per operand over the updates.
+//! cross-lane pass per operand over the updates (per round for the general form).
 
-use super::apply::R_CONST;
+use super::apply::{apply_comp, R_CONST};
 use super::emit::{Access, Queue};
 use super::gather::{each_index, int_max};
 use super::movement::strides;
@@ -27,7 +42,10 @@ use super::reduce::{red_op, reducer_op};
 use super::{Buf, Lowerer, Val, VPU_CHUNK};
 use crate::error::CResult;
 use hlo::{ComparisonDirection, ElementType, InstId, Opcode};
-use isa::{Inst, RedOp};
+use isa::{Inst, RedOp, SReg, Target};
+
+/// The register the rounds loop loads its "still pending" flag into.
+const R_MORE: SReg = SReg(30);
 
 /// What the update computation does to operand `i`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -96,13 +114,8 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let comp = at
         .to_apply
         .ok_or_else(|| l.unsupported("scatter without to_apply"))?;
-    let comb = combiners(l.m, comp, n).ok_or_else(|| {
-        l.unsupported(format!(
-            "scatter with update computation {} (only overwrite, keep, or one \
-             add/multiply/minimum/maximum/and/or/xor per operand)",
-            l.m.comps[comp].name
-        ))
-    })?;
+    // `None`: the general form, in rounds.
+    let comb = combiners(l.m, comp, n);
     let operands = (0..n)
         .map(|i| l.arr(inst.operands[i]))
         .collect::<CResult<Vec<_>>>()?;
@@ -110,14 +123,16 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let updates = (n + 1..2 * n + 1)
         .map(|i| l.arr(inst.operands[i]))
         .collect::<CResult<Vec<_>>>()?;
-    for (o, c) in operands.iter().zip(&comb) {
-        l.vty(o.ty)?;
+    for (o, c) in operands.iter().zip(comb.iter().flatten()) {
         if o.ty.is_pred() && matches!(c, Combine::Op(RedOp::Add | RedOp::Mul)) {
             return Err(l.unsupported("scatter-add or -multiply of pred"));
         }
         if o.ty.is_float() && matches!(c, Combine::Op(RedOp::And | RedOp::Or | RedOp::Xor)) {
             return Err(l.unsupported("bitwise scatter of floats"));
         }
+    }
+    for o in operands.iter().chain(&updates) {
+        l.vty(o.ty)?;
     }
     if !ind.ty.is_integer() {
         return Err(l.unsupported(format!("scatter with {} indices", ind.ty)));
@@ -149,7 +164,11 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         outs.push(b);
     }
     let un = u.elems();
-    if un > 0 && comb.iter().any(|c| *c != Combine::Keep) {
+    if un > 0
+        && comb
+            .as_ref()
+            .is_none_or(|c| c.iter().any(|c| *c != Combine::Keep))
+    {
         let st = strides(&a.dims);
         let g_n: usize = space.batch_sizes().iter().product();
         let mut start = l.vconst(ElementType::U32, 0, g_n as u64)?;
@@ -230,14 +249,20 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         l.release(&drop);
         l.release(&vexp);
         l.release(&sum);
-        for ((out, upd), c) in outs.iter().zip(&updates).zip(&comb) {
-            let (set, op) = match *c {
-                Combine::Keep => continue,
-                Combine::Set => (true, RedOp::Add),
-                Combine::Op(o) => (false, o),
-            };
-            scatter_into(l, out, upd, &dest, set, op)?;
+        match &comb {
+            Some(comb) => {
+                for ((out, upd), c) in outs.iter().zip(&updates).zip(comb) {
+                    let (set, op) = match *c {
+                        Combine::Keep => continue,
+                        Combine::Set => (true, RedOp::Add),
+                        Combine::Op(o) => (false, o),
+                    };
+                    scatter_into(l, out, upd, &dest, set, op)?;
+                }
+            }
+            None => scatter_rounds(l, comp, &outs, &updates, &dest)?,
         }
+        l.release(&dest);
     }
     Ok(Some(if n == 1 {
         Val::Array(outs.pop().expect("one operand"))
@@ -291,6 +316,104 @@ pub(crate) fn scatter_into(
             &[out.access()],
         );
         s += k;
+    }
+    Ok(())
+}
+
+/// The general update computation `comp` applied in rounds (module docs): `outs[i][dest[j]] =
+/// comp(outs.., updates..)[i]` for every update `j` in order; `dest[j] >= out.elems()` drops
+/// update `j`.
+pub(crate) fn scatter_rounds(
+    l: &mut Lowerer<'_>,
+    comp: hlo::CompId,
+    outs: &[Buf],
+    updates: &[Buf],
+    dest: &Buf,
+) -> CResult<()> {
+    let un = dest.elems();
+    let none = u32::MAX as u64;
+    // Per destination: the position of its first pending update (`none` between rounds).
+    let slot = l.vconst(ElementType::U32, none, outs[0].elems())?;
+    let pos = if un < 1 << 19 {
+        l.viota(ElementType::U32, un, 1, un)?
+    } else {
+        l.index_table(&(0..un as u32).collect::<Vec<_>>())?
+    };
+    // The destinations of the pending updates (`none` once applied or dropped).
+    let pend = l.vcopy(dest)?;
+    let nones = l.vconst(ElementType::U32, none, un)?;
+    let zeros = l.vconst(ElementType::U32, 0, un)?;
+    let ones = l.vconst(ElementType::U32, 1, un)?;
+    let upd: Vec<Buf> = updates
+        .iter()
+        .map(|u| u.with_dims(vec![un as usize]))
+        .collect();
+    let top = l.e.b.new_label();
+    l.e.fence();
+    l.e.b.bind(top);
+    l.e.join();
+    // Each destination's first pending update wins this round.
+    scatter_into(l, &slot, &pos, &pend, false, RedOp::Min)?;
+    let pending = l.vcmp(ComparisonDirection::Ne, &pend, &nones, false)?;
+    let at = l.vsel(&pending, &pend, &zeros)?;
+    let first = l.vgather(&slot, &at)?;
+    let is_first = l.vcmp(ComparisonDirection::Eq, &first, &pos, false)?;
+    l.release(&first);
+    let won = l.vop2(Opcode::And, &pending, &is_first)?;
+    l.release(&is_first);
+    l.release(&pending);
+    let mut args = Vec::with_capacity(2 * outs.len());
+    for o in outs {
+        args.push(l.vgather(o, &at)?);
+    }
+    l.release(&at);
+    args.extend(upd.iter().cloned());
+    let res = apply_comp(l, comp, &args, "scatter update")?;
+    if res.len() != outs.len() || res.iter().zip(outs).any(|(r, o)| r.ty != o.ty) {
+        return Err(l.unsupported("a scatter update computation whose result does not match"));
+    }
+    let to = l.vsel(&won, &pend, &nones)?;
+    for (o, r) in outs.iter().zip(&res) {
+        scatter_into(l, o, r, &to, true, RedOp::Add)?;
+    }
+    l.release(&to);
+    for r in res.iter().rev() {
+        l.release_unless(r, &args);
+    }
+    for a in args.iter().take(outs.len()).rev() {
+        l.release(a);
+    }
+    // Reset the slots, retire the winners, and raise the flag if any update is still pending.
+    scatter_into(l, &slot, &nones, &pend, true, RedOp::Add)?;
+    let rest = l.vsel(&won, &nones, &pend)?;
+    l.release(&won);
+    l.copy_into(&pend, &rest)?;
+    l.release(&rest);
+    let more = l.vcmp(ComparisonDirection::Ne, &pend, &nones, false)?;
+    let flag_at = l.vsel(&more, &zeros, &nones)?;
+    l.release(&more);
+    let flag = l.vconst(ElementType::U32, 0, 1)?;
+    scatter_into(l, &flag, &ones, &flag_at, false, RedOp::Max)?;
+    l.release(&flag_at);
+    l.e.seq_read(Access::vmem(flag.addr, 4));
+    let addr = l.e.vaddr(flag.addr);
+    l.e.seq(Inst::SLd {
+        rd: R_MORE,
+        addr,
+        t: isa::DType::U32,
+    });
+    l.release(&flag);
+    l.e.fence();
+    l.e.b.emit_branch(
+        Inst::Bne {
+            ra: R_MORE,
+            rb: SReg(0),
+            target: Target(0),
+        },
+        top,
+    );
+    for b in [&ones, &zeros, &nones, &pend, &pos, &slot] {
+        l.release(b);
     }
     Ok(())
 }

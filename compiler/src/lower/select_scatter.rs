@@ -11,15 +11,16 @@
 //! window's selected position in window order (windows with no real element carry index
 //! `0xFFFF_FFFF`, which the instruction drops).
 //!
-//! The scatter computation must be one add / multiply / minimum / maximum / and / or / xor of
-//! its parameters, or return its second parameter (overwrite).
+//! A scatter computation of one add / multiply / minimum / maximum / and / or / xor of its
+//! parameters, or an overwrite, is that `vpu.scatter`'s combiner; any other element-wise one
+//! runs in rounds ([`super::scatter::scatter_rounds`]), in the same source order.
 //!
 //! Cost: per window element `c`, on `W` elements: a gather, two u32 tables (DMA), a compare,
 //! the select computation and about six ALU instructions; then one scatter of `W` elements.
 
 use super::apply::{apply_comp, vcmpc};
 use super::reduce::{red_op, reducer_op};
-use super::scatter::scatter_into;
+use super::scatter::{scatter_into, scatter_rounds};
 use super::{Lowerer, Val};
 use crate::error::CResult;
 use hlo::{ComparisonDirection, ElementType, InstId, Opcode};
@@ -40,19 +41,14 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         (Some(s), Some(t)) => (s, t),
         _ => return Err(l.unsupported("select-and-scatter without select and scatter")),
     };
-    let (set, op) = {
+    // `None`: a general scatter computation, in rounds.
+    let combiner = {
         let c = &l.m.comps[sct];
         let root = &c.insts[c.root];
         if root.opcode == Opcode::Parameter && root.attrs.parameter_number == Some(1) {
-            (true, RedOp::Add)
-        } else if let Some(o) = reducer_op(l.m, sct).and_then(red_op) {
-            (false, o)
+            Some((true, RedOp::Add))
         } else {
-            return Err(l.unsupported(format!(
-                "select-and-scatter with scatter computation {} (only one \
-                 add/multiply/minimum/maximum/and/or/xor, or overwrite)",
-                c.name
-            )));
+            reducer_op(l.m, sct).and_then(red_op).map(|o| (false, o))
         }
     };
     let rank = a.dims.len();
@@ -146,7 +142,10 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     }
     if let Some(si) = sel_i {
         let s = src.with_dims(vec![nw]);
-        scatter_into(l, &out, &s, &si, set, op)?;
+        match combiner {
+            Some((set, op)) => scatter_into(l, &out, &s, &si, set, op)?,
+            None => scatter_rounds(l, sct, std::slice::from_ref(&out), &[s], &si)?,
+        }
     }
     Ok(Some(Val::Array(out)))
 }

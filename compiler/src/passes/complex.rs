@@ -1,7 +1,8 @@
 //! Complex arithmetic as real planes, and `fft` as matmuls against DFT tables.
 //!
-//! The VPU and MXU have no complex types, so this pass rewrites every `c64` computation of the
-//! entry computation into pairs of `f32` arrays `(re, im)` of the same dimensions:
+//! The VPU and MXU have no complex types, so this pass rewrites every `c64` (`c128`)
+//! computation, in every computation of the module (loop bodies and conditions, branches), into
+//! pairs of `f32` (`f64`) arrays `(re, im)` of the same dimensions:
 //!
 //! * a `c64` parameter (or any `c64` value the pass does not compute itself) is split with
 //!   `bitcast-convert` to `f32[..., 2]` (free: the same bytes) and two slices; a `c64` value
@@ -13,7 +14,14 @@
 //!   `select` on a real predicate) apply to both planes; `multiply` is 4 real multiplies and 2
 //!   adds; `divide` is `num_complex`'s `(a·conj b) / |b|²` (the evaluator's); `abs` is
 //!   `sqrt(re² + im²)` in f64; `dot` is 4 real dots; `convert` from a real type gives a zero
-//!   imaginary plane.
+//!   imaginary plane, and between complex types converts both planes.
+//! * a single-operand `reduce` of a complex array with any reducer becomes a variadic reduce of
+//!   the two planes whose reducer is a copy of the original one wrapped as `(zr, zi, wr, wi) ->
+//!   (real(f(z, w)), imag(f(z, w)))` with `z = complex(zr, zi)`, itself rewritten on planes
+//!   (add: two adds; multiply: four multiplies and two adds per tree level).
+//! * values that cross a computation's boundary (loop state, branch operands and results,
+//!   parameters, roots) stay complex and are split and joined where they are computed on; the
+//!   lowering carries them as bytes (`lower/control.rs` copies them as twice as many reals).
 //! * `fft` (all four kinds, 1 to 3 dimensions, `c64`/`f32`): each transformed dimension in turn
 //!   is moved last (a transpose, none for the last dimension), its planes concatenated to
 //!   `[..., 2N]`, multiplied on the MXU by a `[2N, 2K]` table of `cos`/`sin` twiddles computed
@@ -27,23 +35,44 @@
 //! other elements) instead of an FFT's `O(M·N log N)`: the MXU's throughput makes the dense DFT
 //! the right choice for the sizes models use for short transforms (N up to a few hundred),
 //! plus two transposes and a concatenate per dimension; the tables are `16·N·K` bytes of
-//! constant data each. c128 and complex ops not listed stay `c64`/`c128` and are refused by
-//! lowering (`not supported on chip yet: element type c64`).
+//! constant data each. `fft` of `c128` and complex ops not listed stay complex and are refused
+//! by lowering (`not supported on chip yet: element type c64`); a `c128` `dot` becomes f64
+//! dots, which the MXU does not run (refused too).
 
 use super::replace_uses;
 use super::rewrite::Rw;
 use crate::error::{CResult, CompileError};
 use crate::pass::Pass;
 use hlo::{
-    ArrayData, Attrs, ElementType as T, FftType, InstId, Literal, Module, Opcode, Precision, Shape,
+    ArrayData, Attrs, CompId, ElementType as T, FftType, InstId, Literal, Module, Opcode,
+    Precision, Shape,
 };
 use std::collections::HashMap;
 
 /// See the module docs.
 pub struct ComplexPlanes;
 
+/// True for `c64` and `c128` arrays.
 fn is_c64(s: &Shape) -> bool {
-    s.as_array().is_some_and(|a| a.ty == T::C64)
+    s.as_array().is_some_and(|a| a.ty.is_complex())
+}
+
+/// The plane type of a complex type (`f32` for `c64`, `f64` for `c128`), or the type itself.
+fn plane_of(t: T) -> T {
+    match t {
+        T::C128 => T::F64,
+        T::C64 => T::F32,
+        t => t,
+    }
+}
+
+/// The complex type with planes of `t`.
+fn complex_of(t: T) -> T {
+    if t == T::F64 {
+        T::C128
+    } else {
+        T::C64
+    }
 }
 
 impl Pass for ComplexPlanes {
@@ -52,42 +81,54 @@ impl Pass for ComplexPlanes {
     }
 
     fn run(&self, m: &mut Module) -> CResult<bool> {
-        let c = m.entry;
-        let touches = m.comps[c]
-            .insts
-            .values()
-            .any(|i| is_c64(&i.shape) || (i.opcode == Opcode::Fft && i.shape.as_array().is_some()));
-        if !touches {
-            return Ok(false);
-        }
-        let Some(order) = m.comps[c].post_order() else {
-            return Ok(false);
-        };
-        let mut planes: HashMap<InstId, (InstId, InstId)> = HashMap::new();
         let mut changed = false;
-        for h in order {
-            let i = m.comps[c].insts[h].clone();
-            let span = i.span;
-            let mut rw = Rw::new(m, c, span);
-            let Some(r) = rewrite(&mut rw, &i, &mut planes)? else {
-                continue;
-            };
-            changed = true;
-            match r {
-                Out::Real(new) => {
-                    replace_uses(&mut m.comps[c], h, new);
-                }
-                Out::Planes(re, im) => {
-                    let mut rw = Rw::new(m, c, span);
-                    let joined = join(&mut rw, re, im)?;
-                    replace_uses(&mut m.comps[c], h, joined);
-                    planes.insert(h, (re, im));
-                    planes.insert(joined, (re, im));
-                }
-            }
+        // Complex reducers are rewritten from their original form (the loop below rewrites
+        // every computation in place, the reducers too).
+        let orig = m.comps.clone();
+        let comps: Vec<CompId> = m.comps.handles().collect();
+        for c in comps {
+            changed |= planes_in(m, c, &orig)?;
         }
         Ok(changed)
     }
+}
+
+/// Rewrites computation `c` (see the module docs).
+fn planes_in(m: &mut Module, c: CompId, orig: &hlo::Arena<hlo::Computation>) -> CResult<bool> {
+    let touches = m.comps[c]
+        .insts
+        .values()
+        .any(|i| is_c64(&i.shape) || (i.opcode == Opcode::Fft && i.shape.as_array().is_some()));
+    if !touches {
+        return Ok(false);
+    }
+    let Some(order) = m.comps[c].post_order() else {
+        return Ok(false);
+    };
+    let mut planes: HashMap<InstId, (InstId, InstId)> = HashMap::new();
+    let mut changed = false;
+    for h in order {
+        let i = m.comps[c].insts[h].clone();
+        let span = i.span;
+        let mut rw = Rw::new(m, c, span);
+        let Some(r) = rewrite(&mut rw, &i, &mut planes, orig)? else {
+            continue;
+        };
+        changed = true;
+        match r {
+            Out::Real(new) => {
+                replace_uses(&mut m.comps[c], h, new);
+            }
+            Out::Planes(re, im) => {
+                let mut rw = Rw::new(m, c, span);
+                let joined = join(&mut rw, re, im)?;
+                replace_uses(&mut m.comps[c], h, joined);
+                planes.insert(h, (re, im));
+                planes.insert(joined, (re, im));
+            }
+        }
+    }
+    Ok(changed)
 }
 
 enum Out {
@@ -97,17 +138,18 @@ enum Out {
     Planes(InstId, InstId),
 }
 
-/// `c64` from planes: stacked along a new last dimension, bitcast.
+/// `c64`/`c128` from planes: stacked along a new last dimension, bitcast.
 fn join(rw: &mut Rw<'_>, re: InstId, im: InstId) -> CResult<InstId> {
-    let d = rw.arr(re)?.dims;
-    let cat = rw.stack(&[re, im], d.len())?;
-    rw.bitcast(cat, T::C64)
+    let a = rw.arr(re)?;
+    let cat = rw.stack(&[re, im], a.dims.len())?;
+    rw.bitcast(cat, complex_of(a.ty))
 }
 
-/// The planes of a `c64` value (split through `f32[..., 2]`).
+/// The planes of a complex value (split through `f32[..., 2]` or `f64[..., 2]`).
 fn split(rw: &mut Rw<'_>, z: InstId) -> CResult<(InstId, InstId)> {
-    let d = rw.arr(z)?.dims;
-    let f = rw.bitcast(z, T::F32)?;
+    let a = rw.arr(z)?;
+    let d = a.dims;
+    let f = rw.bitcast(z, plane_of(a.ty))?;
     let r = d.len();
     let mut start = vec![0; r + 1];
     let mut limit = d.clone();
@@ -120,15 +162,15 @@ fn split(rw: &mut Rw<'_>, z: InstId) -> CResult<(InstId, InstId)> {
 }
 
 fn zeros_like(rw: &mut Rw<'_>, x: InstId) -> CResult<InstId> {
-    let d = rw.arr(x)?.dims;
-    let z = rw.fconst(T::F32, 0.0)?;
-    rw.splat(z, &d)
+    let a = rw.arr(x)?;
+    let z = rw.fconst(a.ty, 0.0)?;
+    rw.splat(z, &a.dims)
 }
 
-/// The same instruction on real operands with an f32 result.
+/// The same instruction on real operands with a plane-typed result.
 fn clone_real(rw: &mut Rw<'_>, i: &hlo::Instruction, operands: &[InstId]) -> CResult<InstId> {
     let shape = match &i.shape {
-        Shape::Array(a) => Shape::Array(a.with_type(T::F32)),
+        Shape::Array(a) => Shape::Array(a.with_type(plane_of(a.ty))),
         s => s.clone(),
     };
     let mut attrs: Attrs = (*i.attrs).clone();
@@ -140,6 +182,7 @@ fn rewrite(
     rw: &mut Rw<'_>,
     i: &hlo::Instruction,
     planes: &mut HashMap<InstId, (InstId, InstId)>,
+    orig: &hlo::Arena<hlo::Computation>,
 ) -> CResult<Option<Out>> {
     use Opcode as O;
     let out_c = is_c64(&i.shape);
@@ -163,30 +206,42 @@ fn rewrite(
             let Some(Literal::Array(a)) = i.attrs.literal.as_deref() else {
                 return Ok(None);
             };
-            let ArrayData::C64(v) = &a.data else {
-                return Ok(None);
+            let (re, im) = match &a.data {
+                ArrayData::C64(v) => (
+                    ArrayData::F32(v.iter().map(|z| z.re).collect()),
+                    ArrayData::F32(v.iter().map(|z| z.im).collect()),
+                ),
+                ArrayData::C128(v) => (
+                    ArrayData::F64(v.iter().map(|z| z.re).collect()),
+                    ArrayData::F64(v.iter().map(|z| z.im).collect()),
+                ),
+                _ => return Ok(None),
             };
-            let re = rw.lit(Literal::array(
-                a.dims.clone(),
-                ArrayData::F32(v.iter().map(|z| z.re).collect()),
-            ))?;
-            let im = rw.lit(Literal::array(
-                a.dims.clone(),
-                ArrayData::F32(v.iter().map(|z| z.im).collect()),
-            ))?;
+            let re = rw.lit(Literal::array(a.dims.clone(), re))?;
+            let im = rw.lit(Literal::array(a.dims.clone(), im))?;
             Out::Planes(re, im)
         }
         O::Complex if out_c => Out::Planes(i.operands[0], i.operands[1]),
         O::Real if c_ops[0] => Out::Real(pl(rw, 0)?.0),
         O::Imag if c_ops[0] => Out::Real(pl(rw, 0)?.1),
         O::Abs if c_ops[0] => {
+            // In f64 (c128: the evaluator's `norm`, which scales to avoid overflow, differs
+            // only near the f64 range's ends).
             let (re, im) = pl(rw, 0)?;
-            let (r, m) = (rw.convert(re, T::F64)?, rw.convert(im, T::F64)?);
+            let pt = rw.arr(re)?.ty;
+            let f64s = |rw: &mut Rw<'_>, x| {
+                if pt == T::F64 {
+                    Ok(x)
+                } else {
+                    rw.convert(x, T::F64)
+                }
+            };
+            let (r, m) = (f64s(rw, re)?, f64s(rw, im)?);
             let r2 = op(rw, O::Multiply, r, r)?;
             let m2 = op(rw, O::Multiply, m, m)?;
             let s = op(rw, O::Add, r2, m2)?;
             let q = rw.op(O::Sqrt, &[s])?;
-            Out::Real(rw.convert(q, T::F32)?)
+            Out::Real(if pt == T::F64 { q } else { rw.convert(q, pt)? })
         }
         O::Add | O::Subtract if out_c => {
             let ((ar, ai), (br, bi)) = (pl(rw, 0)?, pl(rw, 1)?);
@@ -218,13 +273,19 @@ fn rewrite(
             Out::Planes(op(rw, O::Divide, re, n)?, op(rw, O::Divide, im, n)?)
         }
         O::Convert if out_c && !c_ops[0] => {
-            let re = rw.convert(i.operands[0], T::F32)?;
+            let pt = plane_of(i.shape.as_array().map_or(T::C64, |a| a.ty));
+            let re = rw.convert(i.operands[0], pt)?;
             let im = zeros_like(rw, re)?;
             Out::Planes(re, im)
         }
         O::Convert | O::Copy if out_c && c_ops[0] => {
+            let pt = plane_of(i.shape.as_array().map_or(T::C64, |a| a.ty));
             let (re, im) = pl(rw, 0)?;
-            Out::Planes(re, im)
+            if rw.arr(re)?.ty == pt {
+                Out::Planes(re, im)
+            } else {
+                Out::Planes(rw.convert(re, pt)?, rw.convert(im, pt)?)
+            }
         }
         O::Reshape | O::Transpose | O::Broadcast | O::Slice | O::Reverse if out_c && c_ops[0] => {
             let (re, im) = pl(rw, 0)?;
@@ -254,12 +315,158 @@ fn rewrite(
             let ir = clone_real(rw, i, &[ai, br])?;
             Out::Planes(op(rw, O::Subtract, rr, ii)?, op(rw, O::Add, ri, ir)?)
         }
+        O::Reduce if out_c && i.operands.len() == 2 && c_ops[0] && c_ops[1] => {
+            // One complex operand: a variadic reduce of its planes with the reducer rewritten
+            // on planes.
+            let Some(f) = i.attrs.to_apply else {
+                return Ok(None);
+            };
+            let out = i.shape.as_array().cloned().expect("complex array");
+            let pt = plane_of(out.ty);
+            let ((xr, xi), (ir, ii)) = (pl(rw, 0)?, pl(rw, 1)?);
+            let red = plane_reducer(rw.m, &orig[f], pt)?;
+            rw.rescan_names();
+            let mut attrs: Attrs = (*i.attrs).clone();
+            attrs.control_predecessors.clear();
+            attrs.to_apply = Some(red);
+            let o = Shape::Array(out.with_type(pt));
+            let r = rw.add(
+                O::Reduce,
+                &[xr, xi, ir, ii],
+                attrs,
+                Some(Shape::Tuple(vec![o.clone(), o])),
+            )?;
+            let gte = |rw: &mut Rw<'_>, k: i64| {
+                let a = Attrs {
+                    index: Some(k),
+                    ..Default::default()
+                };
+                rw.add(O::GetTupleElement, &[r], a, None)
+            };
+            Out::Planes(gte(rw, 0)?, gte(rw, 1)?)
+        }
         O::Fft => match fft(rw, i, &mut pl)? {
             Some(o) => o,
             None => return Ok(None),
         },
         _ => return Ok(None),
     }))
+}
+
+/// A copy of the complex reducer `f` (`(z, w) -> v` on scalars whose planes are `pt`) as a
+/// reducer of planes `(zr, zi, wr, wi) -> (vr, vi)`: `complex` of the parameters, `f`'s body,
+/// `real` and `imag` of its root; then rewritten on planes like any computation. Returns it.
+fn plane_reducer(m: &mut Module, old: &hlo::Computation, pt: T) -> CResult<CompId> {
+    let ct = complex_of(pt);
+    let mut names: std::collections::HashSet<String> = m
+        .comps
+        .values()
+        .flat_map(|c| c.insts.values().map(|i| i.name.clone()))
+        .collect();
+    let mut cnames: std::collections::HashSet<String> =
+        m.comps.values().map(|c| c.name.clone()).collect();
+    let span = old.span;
+    let mut insts: hlo::Arena<hlo::Instruction> = hlo::Arena::new();
+    let scalar = |t: T| Shape::Array(hlo::ArrayShape::new(t, &[]));
+    let mut mk = |insts: &mut hlo::Arena<hlo::Instruction>,
+                  base: &str,
+                  opcode: Opcode,
+                  shape: Shape,
+                  operands: Vec<InstId>,
+                  attrs: Attrs| {
+        insts.push(hlo::Instruction {
+            name: super::fresh_name(&mut names, base),
+            opcode,
+            shape,
+            operands,
+            attrs: attrs.into(),
+            span,
+        })
+    };
+    let ps: Vec<InstId> = (0..4)
+        .map(|k| {
+            let a = Attrs {
+                parameter_number: Some(k),
+                ..Default::default()
+            };
+            mk(
+                &mut insts,
+                "p.planes",
+                Opcode::Parameter,
+                scalar(pt),
+                vec![],
+                a,
+            )
+        })
+        .collect();
+    let z: Vec<InstId> = (0..2)
+        .map(|k| {
+            let ops = vec![ps[2 * k], ps[2 * k + 1]];
+            mk(
+                &mut insts,
+                "z.planes",
+                Opcode::Complex,
+                scalar(ct),
+                ops,
+                Attrs::default(),
+            )
+        })
+        .collect();
+    let mut map: HashMap<InstId, InstId> = HashMap::new();
+    for h in old.post_order().unwrap_or_default() {
+        let i = &old.insts[h];
+        if i.opcode == Opcode::Parameter {
+            let k = i.parameter_number().unwrap_or(0);
+            let Some(&zk) = z.get(k) else {
+                return Err(CompileError::Internal(format!(
+                    "complex reducer {} has more than two parameters",
+                    old.name
+                )));
+            };
+            map.insert(h, zk);
+            continue;
+        }
+        let mut attrs: Attrs = (*i.attrs).clone();
+        attrs.control_predecessors.clear();
+        let ops = i.operands.iter().map(|o| map[o]).collect();
+        let nh = mk(&mut insts, &i.name, i.opcode, i.shape.clone(), ops, attrs);
+        map.insert(h, nh);
+    }
+    let root = map[&old.root];
+    let re = mk(
+        &mut insts,
+        "re.planes",
+        Opcode::Real,
+        scalar(pt),
+        vec![root],
+        Attrs::default(),
+    );
+    let im = mk(
+        &mut insts,
+        "im.planes",
+        Opcode::Imag,
+        scalar(pt),
+        vec![root],
+        Attrs::default(),
+    );
+    let tuple = Shape::Tuple(vec![scalar(pt), scalar(pt)]);
+    let t = mk(
+        &mut insts,
+        "t.planes",
+        Opcode::Tuple,
+        tuple,
+        vec![re, im],
+        Attrs::default(),
+    );
+    let id = m.comps.push(hlo::Computation {
+        name: super::fresh_name(&mut cnames, &format!("{}.planes", old.name)),
+        insts,
+        root: t,
+        span,
+    });
+    let orig = m.comps.clone();
+    planes_in(m, id, &orig)?;
+    Ok(id)
 }
 
 /// The planes of an operand, by operand number.
@@ -471,11 +678,19 @@ mod tests {
             text,
             &[&crate::passes::inline_calls::InlineCalls, &ComplexPlanes],
         );
-        // Nothing computes on c64 any more but the splits and joins.
+        // Nothing computes on c64 any more but the splits and joins (and what carries them).
         for i in x.entry().insts.values() {
             if is_c64(&i.shape) {
                 assert!(
-                    matches!(i.opcode, Opcode::Parameter | Opcode::BitcastConvert),
+                    matches!(
+                        i.opcode,
+                        Opcode::Parameter
+                            | Opcode::BitcastConvert
+                            | Opcode::GetTupleElement
+                            | Opcode::While
+                            | Opcode::Conditional
+                            | Opcode::Tuple
+                    ),
                     "{} still computes on c64",
                     i.name
                 );
@@ -534,6 +749,53 @@ ENTRY main {
             dims,
             data: eval::convert::from_le_bytes(T::C64, &bytes).unwrap(),
         })
+    }
+
+    #[test]
+    fn complex_in_loops_branches_reducers_and_c128_matches_the_evaluator() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/chip/complex_control.hlo"
+        ))
+        .unwrap();
+        let (_, x) = crate::passes::testing::expand(
+            &text,
+            &[&crate::passes::inline_calls::InlineCalls, &ComplexPlanes],
+        );
+        // Nothing computes on complex values any more but the splits and joins and what
+        // carries them (loop state, branch results).
+        for c in x.comps.values() {
+            for i in c.insts.values() {
+                if is_c64(&i.shape) {
+                    assert!(
+                        matches!(
+                            i.opcode,
+                            Opcode::Parameter
+                                | Opcode::BitcastConvert
+                                | Opcode::GetTupleElement
+                                | Opcode::Conditional
+                        ),
+                        "{} still computes on complex values:\n{x}",
+                        i.name
+                    );
+                }
+            }
+        }
+        let mut g = 5;
+        let c128 = |dims: Vec<usize>, v: &[f32]| {
+            let bytes: Vec<u8> = v.iter().flat_map(|x| (*x as f64).to_le_bytes()).collect();
+            Literal::Array(hlo::ArrayLiteral {
+                dims,
+                data: eval::convert::from_le_bytes(T::C128, &bytes).unwrap(),
+            })
+        };
+        let args = vec![
+            Literal::array(vec![3, 4], ArrayData::F32(data(12, &mut g))),
+            Literal::array(vec![3, 4], ArrayData::F32(data(12, &mut g))),
+            Literal::array(vec![], ArrayData::Pred(vec![true])),
+            c128(vec![3, 4], &data(24, &mut g)),
+        ];
+        check(&text, args, 1e-5);
     }
 
     #[test]

@@ -2,8 +2,13 @@
 //! core, and lowering fuses on its own terms. The callee's instructions are copied (renamed
 //! `NAME.N` where a name is taken), its parameters replaced by the call's operands, and the
 //! call's uses pointed at the copy of the callee's root. Repeats until none is left, so nested
-//! calls inline too. The dead call instructions are left to [`super::dce`].
+//! calls inline too. The call's place becomes a dead `copy` of the inlined root (left to
+//! [`super::dce`]), so post order reaches the inlined instructions where the call stood; the
+//! inlined side effects and control flow (rng draws, host transfers, while, conditional) are
+//! chained with control edges in the callee's order. Together these keep the order in which
+//! the evaluator performs the callee's side effects (`passes/rng.rs` relies on it).
 
+use super::dce::has_side_effect;
 use super::{fresh_name, replace_uses};
 use crate::error::CResult;
 use crate::pass::Pass;
@@ -58,6 +63,7 @@ fn inline_into(m: &mut Module, entry: hlo::CompId) -> CResult<bool> {
                 };
                 let callee = m.comps[callee].clone();
                 let mut map: HashMap<InstId, InstId> = HashMap::new();
+                let mut last_effect: Option<InstId> = None;
                 let order = callee.post_order().unwrap_or_default();
                 for h in order {
                     let src = &callee.insts[h];
@@ -81,11 +87,34 @@ fn inline_into(m: &mut Module, entry: hlo::CompId) -> CResult<bool> {
                     if ni.span.is_none() {
                         ni.span = ci.span;
                     }
+                    let effect = has_side_effect(ni.opcode)
+                        || matches!(ni.opcode, Opcode::While | Opcode::Conditional);
+                    if effect {
+                        if let Some(p) = last_effect {
+                            if !ni.attrs.control_predecessors.contains(&p) {
+                                ni.attrs.control_predecessors.push(p);
+                            }
+                        }
+                    }
                     let nh = m.comps[entry].insts.push(ni);
+                    if effect {
+                        last_effect = Some(nh);
+                    }
                     map.insert(h, nh);
                 }
                 let new_root = map[&callee.root];
                 replace_uses(&mut m.comps[entry], call, new_root);
+                // The call's place becomes a (dead) copy of the inlined root, so post order
+                // still reaches the inlined instructions where the call was.
+                let slot = &mut m.comps[entry].insts[call];
+                slot.opcode = Opcode::Copy;
+                slot.operands = vec![new_root];
+                let preds = slot.attrs.control_predecessors.clone();
+                slot.attrs = hlo::Attrs {
+                    control_predecessors: preds,
+                    ..Default::default()
+                }
+                .into();
                 changed = true;
             }
         }

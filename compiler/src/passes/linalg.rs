@@ -27,9 +27,16 @@
 //! operations on the VPU, blocked `O(m·BLOCK·k)` on the VPU plus `m/BLOCK` matmuls of
 //! `m × BLOCK × k` on the MXU. Measured (tpu-v4, one 128×128 system, 128 right-hand sides):
 //! 69,263 cycles unblocked, 37,747 blocked; 256×256: 86,889 blocked; cholesky 256×256: 266,016
-//! unblocked, 115,240 blocked. Left alone (not supported on chip yet): f64 above
-//! [`MAX_UNROLL`], f32 above [`MAX_BLOCKED`] (the masks' `iota` must fit one VPU instruction; a looped version is the
-//! next step), complex types.
+//! unblocked, 115,240 blocked; 1024×1024 (timing-only): cholesky 904,778 cycles, triangular
+//! solve with 16 right-hand sides 496,634; f64 (unrolled, emulated 64-bit VPU arithmetic)
+//! 512×512: cholesky 7,817,910, triangular solve with 8 right-hand sides 532,376. Triangle masks compare an `iota` vector broadcast
+//! along rows with one along columns (s16 up to 32,767 rows: the two broadcasts are the
+//! largest temporaries), so no full-matrix `iota` limits the size. Left alone (not supported
+//! on chip yet): f64 above [`MAX_UNROLL`] (the MXU has no f64 matmul for the blocked form, and
+//! the unrolled form's `O(n³)` VPU work and `n²` temporaries grow past what is sensible),
+//! f32 above [`MAX_BLOCKED`] (the whole matrix and the expansion's temporaries live in VMEM:
+//! at 1024 the cholesky's peak is 13.6 of tpu-v4's 16 MiB; larger needs panels streamed
+//! from HBM, not built), complex types.
 
 use super::rewrite::{run_expander, OpExpander, Rw};
 use crate::error::CResult;
@@ -39,15 +46,15 @@ use hlo::{
     Precision, TransposeKind,
 };
 
-/// Largest matrix dimension the unrolled expansions accept.
-pub const MAX_UNROLL: i64 = 256;
+/// Largest matrix dimension the unrolled expansions accept (f64; f32 uses the blocked form).
+pub const MAX_UNROLL: i64 = 512;
 
 /// Rows per diagonal block of the blocked f32 triangular solve (above it, the off-diagonal
 /// updates go to the MXU).
 pub const BLOCK: i64 = 32;
 
-/// Largest matrix dimension of the blocked f32 triangular solve.
-pub const MAX_BLOCKED: i64 = 512;
+/// Largest matrix dimension of the blocked f32 triangular solve and cholesky (VMEM-resident).
+pub const MAX_BLOCKED: i64 = 1024;
 
 /// See the module docs.
 pub struct LinalgExpander;
@@ -76,8 +83,19 @@ fn transpose2(rw: &mut Rw<'_>, x: InstId) -> CResult<InstId> {
 /// `pred[dims]`: row index (dimension `r−2`) `dir` column index (dimension `r−1`).
 fn tri_mask(rw: &mut Rw<'_>, dims: &[i64], dir: D) -> CResult<InstId> {
     let r = dims.len() as i64;
-    let i = rw.iota(T::S32, dims, r - 2)?;
-    let j = rw.iota(T::S32, dims, r - 1)?;
+    // Row and column indices as vectors broadcast to `dims` (a full-size `iota` along a
+    // leading dimension has a period of the whole matrix, more than one VPU instruction holds).
+    // s16 indices where they fit: the two broadcasts are the largest temporaries here.
+    let n = |d: i64| dims[d as usize];
+    let it = if n(r - 2).max(n(r - 1)) <= i16::MAX as i64 {
+        T::S16
+    } else {
+        T::S32
+    };
+    let rows = rw.iota(it, &[n(r - 2)], 0)?;
+    let cols = rw.iota(it, &[n(r - 1)], 0)?;
+    let i = rw.bcast(rows, dims, &[r - 2])?;
+    let j = rw.bcast(cols, dims, &[r - 1])?;
     rw.cmp(i, j, dir)
 }
 
@@ -348,7 +366,8 @@ fn factor(rw: &mut Rw<'_>, mut res: InstId, n: i64) -> CResult<(InstId, InstId)>
     // Column template: row index of a `[..., n, 1]` column.
     let mut cdims = dims.clone();
     cdims[r - 1] = 1;
-    let rowi = rw.iota(T::S32, &cdims, r as i64 - 2)?;
+    let rowv = rw.iota(T::S32, &[n], 0)?;
+    let rowi = rw.bcast(rowv, &cdims, &[r as i64 - 2])?;
     let zero = rw.fconst(ct, 0.0)?;
     let zcol = rw.splat(zero, &cdims)?;
     let mut cols = Vec::new();

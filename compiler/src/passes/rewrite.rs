@@ -48,6 +48,17 @@ impl<'m> Rw<'m> {
         }
     }
 
+    /// Takes in the names the module gained behind this builder's back (a computation added
+    /// while it was alive), so fresh names stay unique.
+    pub fn rescan_names(&mut self) {
+        self.names.extend(
+            self.m
+                .comps
+                .values()
+                .flat_map(|c| c.insts.values().map(|i| i.name.clone())),
+        );
+    }
+
     /// The shape of `h`.
     pub fn shape(&self, h: InstId) -> &Shape {
         &self.m.comps[self.c].insts[h].shape

@@ -13,15 +13,27 @@
 //!   add / rotate (`shl`, `shr`, `or`) / xor and 5 key injections; for 32-bit outputs the two
 //!   words of call `j` land at positions `2s` and `2s+1` of the split dimension (stacked along a
 //!   new dimension and reshaped), as XLA lays them out.
-//! * **rng** (entry computation only): the evaluator's stream is Philox keyed by seed 0 with
-//!   counter `(c, 0)` where `c` starts at 0 and advances by each `rng`'s block count in post
-//!   order; the expansion gives each `rng` its constant counter base in that order, so a module's
-//!   values match the evaluator. Uniform floats: `a + (b−a)·u` in f64 with `u` from the top 24
+//! * **rng**: the evaluator's stream is Philox keyed by the seed (0) with counter `(c, 0)`
+//!   where `c` starts at 0 and advances by each `rng`'s block count in evaluation order (each
+//!   computation's post order; a loop body's `rng`s draw again every iteration, a branch's only
+//!   when taken). Two forms:
+//!   * every `rng` in the entry computation (and no `rng-get-and-update-state`): each gets its
+//!     constant counter base in post order;
+//!   * otherwise (an `rng` in a while body or condition, a branch, a called computation): the
+//!     counter advances at run time. Each `rng` becomes `rng-get-and-update-state(),
+//!     delta=blocks` (which returns `[counter, seed]` and advances the counter: the evaluator's
+//!     own definition; `lower/rng_state.rs` keeps it in HBM) feeding the same Philox expansion.
+//!     The evaluation order is pinned with control edges: in every computation that draws, the
+//!     draws and the instructions calling computations that draw (while, conditional, …) are
+//!     chained in their original post order (`control-predecessors`), so neither later passes
+//!     nor the lowering's post order can reorder the stream.
+//!
+//!   Uniform floats: `a + (b−a)·u` in f64 with `u` from the top 24
 //!   (53 for f64) bits of a 64-bit word, rounded to the type, a value rounded up to `b` replaced
 //!   by the next value below `b` (bit arithmetic on the VPU); uniform integers `a + w mod (b−a)`
 //!   in 64 bits; normal: Box–Muller in f64 (`log`, `sqrt`, `cos`, `sin` on the VPU) on the two
-//!   64-bit words of each block. An `rng` inside a loop or branch would need a counter in
-//!   memory that advances at run time; it is left alone (not supported on chip yet).
+//!   64-bit words of each block. (`rng-bit-generator` is a pure function of its state operand,
+//!   so it expands the same way in every computation.)
 //!
 //! Cost (VPU instructions of `B` or `C` elements): Philox about 16 per round, 160 in all, half
 //! of them on 64-bit types (`vpu.emulated_64bit_factor` slower); ThreeFry about 5 per round plus
@@ -30,11 +42,13 @@
 use super::rewrite::{run_expander, OpExpander, Rw};
 use crate::error::CResult;
 use crate::pass::Pass;
+use hlo::CompId;
 use hlo::{
     ComparisonDirection as D, ElementType as T, InstId, Instruction, Module, Opcode, RngAlgorithm,
     RngDistribution,
 };
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 /// See the module docs.
 pub struct RngExpander;
@@ -45,22 +59,108 @@ impl Pass for RngExpander {
     }
     fn run(&self, m: &mut Module) -> CResult<bool> {
         let mut changed = run_expander(&BitGen, m)?;
-        // `rng` in the entry computation, with counters in post order (the evaluator's order).
         let entry = m.entry;
-        let Some(order) = m.comps[entry].post_order() else {
+        let draws = drawing_comps(m);
+        if draws.iter().all(|&c| c == entry)
+            && !m.comps[entry]
+                .insts
+                .values()
+                .any(|i| i.opcode == Opcode::RngGetAndUpdateState)
+        {
+            // Every draw in the entry computation: constant counters in post order.
+            let Some(order) = m.comps[entry].post_order() else {
+                return Ok(changed);
+            };
+            let rngs: Vec<InstId> = order
+                .into_iter()
+                .filter(|&h| m.comps[entry].insts[h].opcode == Opcode::Rng)
+                .collect();
+            let x = RngOp {
+                counter: Cell::new(0),
+                only: rngs,
+                state: None,
+            };
+            changed |= super::rewrite::run_expander_in(&x, m, entry)?;
             return Ok(changed);
-        };
-        let rngs: Vec<InstId> = order
-            .into_iter()
-            .filter(|&h| m.comps[entry].insts[h].opcode == Opcode::Rng)
-            .collect();
-        let x = RngOp {
-            counter: Cell::new(0),
-            only: rngs,
-        };
-        changed |= super::rewrite::run_expander_in(&x, m, entry)?;
+        }
+        // A run-time counter, the order pinned by control edges.
+        for &c in &draws {
+            let Some(order) = m.comps[c].post_order() else {
+                continue;
+            };
+            // (`call` and `fusion` are inlined by now: what is left of them is dead.)
+            let calls_draw = |i: &Instruction| {
+                !matches!(i.opcode, Opcode::Call | Opcode::Fusion)
+                    && i.attrs
+                        .called_computations()
+                        .iter()
+                        .any(|d| draws.contains(d))
+            };
+            let stream: Vec<InstId> = order
+                .into_iter()
+                .filter(|&h| {
+                    let i = &m.comps[c].insts[h];
+                    matches!(i.opcode, Opcode::Rng | Opcode::RngGetAndUpdateState) || calls_draw(i)
+                })
+                .collect();
+            let rngs: Vec<InstId> = stream
+                .iter()
+                .copied()
+                .filter(|&h| m.comps[c].insts[h].opcode == Opcode::Rng)
+                .collect();
+            let x = RngOp {
+                counter: Cell::new(0),
+                only: rngs,
+                state: Some(RefCell::new(HashMap::new())),
+            };
+            changed |= super::rewrite::run_expander_in(&x, m, c)?;
+            let got = x.state.expect("run-time form").into_inner();
+            let stream: Vec<InstId> = stream
+                .iter()
+                .map(|h| got.get(h).copied().unwrap_or(*h))
+                .collect();
+            for w in stream.windows(2) {
+                let preds = &mut m.comps[c].insts[w[1]].attrs.control_predecessors;
+                if !preds.contains(&w[0]) {
+                    preds.push(w[0]);
+                    changed = true;
+                }
+            }
+        }
         Ok(changed)
     }
+}
+
+/// The computations that draw from the `rng` stream: those with an `rng` or
+/// `rng-get-and-update-state`, and those calling one that draws.
+fn drawing_comps(m: &Module) -> Vec<CompId> {
+    let direct = |c: CompId| {
+        m.comps[c]
+            .insts
+            .values()
+            .any(|i| matches!(i.opcode, Opcode::Rng | Opcode::RngGetAndUpdateState))
+    };
+    let mut draws: Vec<bool> = m.comps.handles().map(direct).collect();
+    loop {
+        let mut more = false;
+        for c in m.comps.handles() {
+            if !draws[c.index()]
+                && m.comps[c].insts.values().any(|i| {
+                    i.attrs
+                        .called_computations()
+                        .iter()
+                        .any(|d| draws.get(d.index()).copied().unwrap_or(false))
+                })
+            {
+                draws[c.index()] = true;
+                more = true;
+            }
+        }
+        if !more {
+            break;
+        }
+    }
+    m.comps.handles().filter(|c| draws[c.index()]).collect()
 }
 
 struct BitGen;
@@ -410,10 +510,12 @@ fn philox_words(
     first(rw, words, n, dims)
 }
 
-/// Expands the listed `rng` instructions, counters in list order.
+/// Expands the listed `rng` instructions: counters in list order, or (`state`) from an
+/// `rng-get-and-update-state` each, recorded by the `rng` it replaces.
 struct RngOp {
     counter: Cell<u64>,
     only: Vec<InstId>,
+    state: Option<RefCell<HashMap<InstId, InstId>>>,
 }
 
 impl super::rewrite::OpExpander for RngOp {
@@ -455,14 +557,29 @@ impl super::rewrite::OpExpander for RngOp {
             _ => {}
         }
         let blocks = (2 * w64 + 3) / 4;
-        let base = self.counter.get();
-        self.counter.set(base.wrapping_add(blocks as u64));
         let zero = rw.iconst(T::U64, 0)?;
         let z1 = rw.reshape(zero, &[1])?;
-        // Seed 0: key 0; counter (base + i, 0).
+        // Counter (base + ctr + i, 0), key the seed.
+        let (ctr, key, base) = match &self.state {
+            None => {
+                // Seed 0: key 0.
+                let base = self.counter.get();
+                self.counter.set(base.wrapping_add(blocks as u64));
+                (z1, z1, base)
+            }
+            Some(got) => {
+                let mut attrs = hlo::Attrs::default();
+                attrs.extra.push(("delta".into(), blocks.to_string()));
+                let st = rw.add(Opcode::RngGetAndUpdateState, &[], attrs, None)?;
+                got.borrow_mut().insert(h, st);
+                let ctr = rw.slice(st, &[0], &[1])?;
+                let key = rw.slice(st, &[1], &[2])?;
+                (ctr, key, 0)
+            }
+        };
         let r = match dist {
             RngDistribution::Uniform => {
-                let w = philox_words(rw, z1, z1, z1, blocks, base, true, n, &[n])?;
+                let w = philox_words(rw, key, ctr, z1, blocks, base, true, n, &[n])?;
                 if float {
                     uniform_float(rw, w, a, b, ty, n)?
                 } else {
@@ -470,7 +587,7 @@ impl super::rewrite::OpExpander for RngOp {
                 }
             }
             RngDistribution::Normal => {
-                let w = philox_words(rw, z1, z1, z1, blocks, base, true, w64, &[w64 / 2, 2])?;
+                let w = philox_words(rw, key, ctr, z1, blocks, base, true, w64, &[w64 / 2, 2])?;
                 normal(rw, w, a, b, ty, w64 / 2, n)?
             }
         };
@@ -657,6 +774,71 @@ ENTRY main {
         );
         let s3 = hlo::Literal::array(vec![3], hlo::ArrayData::U64(vec![42, u64::MAX - 1, 7]));
         check(text, vec![s, s3]);
+    }
+
+    #[test]
+    fn rng_in_loops_and_branches_draws_from_a_run_time_counter_in_evaluation_order() {
+        // Two draws per iteration, one in a taken branch, one in a branch not taken, one
+        // before and one after the loop, listed in an order that differs from the text's
+        // (the root names `after` first): the expansion's get-and-update-state chain must keep
+        // the evaluator's order.
+        let text = r#"
+HloModule rngloop
+
+cond {
+  p.c = (s32[], f32[3]) parameter(0)
+  k.c = s32[] get-tuple-element(p.c), index=0
+  n.c = s32[] constant(4)
+  ROOT lt.c = pred[] compare(k.c, n.c), direction=LT
+}
+
+body {
+  p.b = (s32[], f32[3]) parameter(0)
+  k.b = s32[] get-tuple-element(p.b), index=0
+  x.b = f32[3] get-tuple-element(p.b), index=1
+  one.b = s32[] constant(1)
+  k1.b = s32[] add(k.b, one.b)
+  a.b = f32[] constant(0)
+  b.b = f32[] constant(1)
+  u.b = f32[3] rng(a.b, b.b), distribution=rng_uniform
+  v.b = f32[3] rng(a.b, b.b), distribution=rng_normal
+  w.b = f32[3] multiply(u.b, v.b)
+  x1.b = f32[3] add(x.b, w.b)
+  ROOT t.b = (s32[], f32[3]) tuple(k1.b, x1.b)
+}
+
+yes {
+  q.y = f32[] parameter(0)
+  ROOT r.y = f32[2] rng(q.y, q.y), distribution=rng_normal
+}
+
+no {
+  q.n = f32[] parameter(0)
+  z.n = f32[] constant(5)
+  ROOT r.n = f32[2] rng(z.n, q.n), distribution=rng_uniform
+}
+
+ENTRY main {
+  lo = f32[] parameter(0)
+  hi = f32[] parameter(1)
+  before = f32[2] rng(lo, hi), distribution=rng_uniform
+  zero = s32[] constant(0)
+  z3 = f32[3] broadcast(lo), dimensions={}
+  init = (s32[], f32[3]) tuple(zero, z3)
+  loop = (s32[], f32[3]) while(init), condition=cond, body=body
+  t = pred[] constant(true)
+  c = f32[2] conditional(t, lo, hi), true_computation=yes, false_computation=no
+  after = f32[5] rng(lo, hi), distribution=rng_uniform
+  ROOT r = (f32[5], f32[2], (s32[], f32[3]), f32[2]) tuple(after, before, loop, c)
+}
+"#;
+        let (m, x) = crate::passes::testing::expand(text, &[&RngExpander]);
+        for c in x.comps.values() {
+            assert!(!c.insts.values().any(|i| i.opcode == Opcode::Rng));
+        }
+        let f = |v: f32| hlo::Literal::array(vec![], hlo::ArrayData::F32(vec![v]));
+        let (want, have) = crate::passes::testing::eval_both(&m, &x, &[f(-2.0), f(3.0)]);
+        crate::passes::testing::assert_matches(eval::case::Check::Exact, 0.0, &want, &have);
     }
 
     #[test]
