@@ -24,6 +24,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::passes::rng::RngExpander),
         Box::new(crate::passes::linalg::LinalgExpander),
         Box::new(crate::passes::complex::ComplexPlanes),
+        Box::new(crate::passes::dot_vpu::DotToVpu),
         Box::new(crate::passes::dynamic_padder::DynamicPadder),
         Box::new(crate::passes::custom_call::CustomCallExpander),
         Box::new(crate::passes::constant_fold::ConstantFold),

@@ -6,6 +6,7 @@ pub mod constant_fold;
 pub mod cse;
 pub mod custom_call;
 pub mod dce;
+pub mod dot_vpu;
 pub mod dynamic_padder;
 pub mod expand_map;
 pub mod inline_calls;
