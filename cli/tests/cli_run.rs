@@ -571,3 +571,10 @@ fn hlo_after_passes_shows_folded_constants_and_reads_back() {
     assert!(out.contains("outputs match the evaluator"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn f64_c128_and_s32_dots_run_on_the_vpu_like_the_evaluator() {
+    // The MXU takes bf16/f32/f16 and s8 only: these dots are expanded into VPU products and
+    // sums (passes/dot_vpu.rs), a c128 one through its f64 planes.
+    runs_like_the_evaluator("tests/chip/dot_vpu_types.hlo", &["1", "2"], "1e-9");
+}
