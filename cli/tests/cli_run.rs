@@ -577,4 +577,6 @@ fn f64_c128_and_s32_dots_run_on_the_vpu_like_the_evaluator() {
     // The MXU takes bf16/f32/f16 and s8 only: these dots are expanded into VPU products and
     // sums (passes/dot_vpu.rs), a c128 one through its f64 planes.
     runs_like_the_evaluator("tests/chip/dot_vpu_types.hlo", &["1", "2"], "1e-9");
+    // c128 fft of all four kinds: DFT tables in f64, their dots on the VPU.
+    runs_like_the_evaluator("tests/chip/fft_c128.hlo", &["1", "2"], "1e-9");
 }

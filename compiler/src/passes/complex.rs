@@ -35,9 +35,10 @@
 //! other elements) instead of an FFT's `O(M·N log N)`: the MXU's throughput makes the dense DFT
 //! the right choice for the sizes models use for short transforms (N up to a few hundred),
 //! plus two transposes and a concatenate per dimension; the tables are `16·N·K` bytes of
-//! constant data each. `fft` of `c128` and complex ops not listed stay complex and are refused
-//! by lowering (`not supported on chip yet: element type c64`); a `c128` `dot` becomes f64
-//! dots, which the MXU does not run (refused too).
+//! constant data each (`c64`; for `c128` the tables are f64 and the dots f64, which
+//! `dot-to-vpu` runs on the VPU). Complex ops not listed stay complex and are refused by
+//! lowering (`not supported on chip yet: element type c64`); a `c128` `dot` becomes f64 dots
+//! (`dot-to-vpu` again).
 
 use super::replace_uses;
 use super::rewrite::Rw;
@@ -484,7 +485,7 @@ enum Dft {
 }
 
 /// The `[rows, cols]` table of `kind` for length `n`, row-major f32.
-fn table(kind: Dft, n: i64) -> (i64, i64, Vec<f32>) {
+fn table(kind: Dft, n: i64) -> (i64, i64, Vec<f64>) {
     let tw = |a: i64, b: i64| {
         let t = 2.0 * std::f64::consts::PI * ((a * b) % n) as f64 / n as f64;
         (t.cos(), t.sin())
@@ -493,16 +494,16 @@ fn table(kind: Dft, n: i64) -> (i64, i64, Vec<f32>) {
         Dft::C2c { inverse } => {
             let (rows, cols) = (2 * n, 2 * n);
             let s = if inverse { 1.0 / n as f64 } else { 1.0 };
-            let mut v = vec![0f32; (rows * cols) as usize];
+            let mut v = vec![0f64; (rows * cols) as usize];
             for a in 0..n {
                 for k in 0..n {
                     let (c, si) = tw(a, k);
                     let (re_im, im_re) = if inverse { (si, -si) } else { (-si, si) };
                     // Row a: the real plane; row n + a: the imaginary plane.
-                    v[(a * cols + k) as usize] = (c * s) as f32;
-                    v[(a * cols + n + k) as usize] = (re_im * s) as f32;
-                    v[((n + a) * cols + k) as usize] = (im_re * s) as f32;
-                    v[((n + a) * cols + n + k) as usize] = (c * s) as f32;
+                    v[(a * cols + k) as usize] = c * s;
+                    v[(a * cols + n + k) as usize] = re_im * s;
+                    v[((n + a) * cols + k) as usize] = im_re * s;
+                    v[((n + a) * cols + n + k) as usize] = c * s;
                 }
             }
             (rows, cols, v)
@@ -510,19 +511,19 @@ fn table(kind: Dft, n: i64) -> (i64, i64, Vec<f32>) {
         Dft::R2c => {
             let k = n / 2 + 1;
             let (rows, cols) = (n, 2 * k);
-            let mut v = vec![0f32; (rows * cols) as usize];
+            let mut v = vec![0f64; (rows * cols) as usize];
             for a in 0..n {
                 for b in 0..k {
                     let (c, si) = tw(a, b);
-                    v[(a * cols + b) as usize] = c as f32;
-                    v[(a * cols + k + b) as usize] = (-si) as f32;
+                    v[(a * cols + b) as usize] = c;
+                    v[(a * cols + k + b) as usize] = -si;
                 }
             }
             (rows, cols, v)
         }
         Dft::C2r { k } => {
             let (rows, cols) = (2 * k, n);
-            let mut v = vec![0f32; (rows * cols) as usize];
+            let mut v = vec![0f64; (rows * cols) as usize];
             for b in 0..k {
                 let w = if b == 0 || (n % 2 == 0 && b == n / 2) {
                     1.0
@@ -531,8 +532,8 @@ fn table(kind: Dft, n: i64) -> (i64, i64, Vec<f32>) {
                 };
                 for a in 0..n {
                     let (c, si) = tw(b, a);
-                    v[(b * cols + a) as usize] = (w * c / n as f64) as f32;
-                    v[((k + b) * cols + a) as usize] = (-w * si / n as f64) as f32;
+                    v[(b * cols + a) as usize] = w * c / n as f64;
+                    v[((k + b) * cols + a) as usize] = -w * si / n as f64;
                 }
             }
             (rows, cols, v)
@@ -550,6 +551,8 @@ fn dft_dim(
     kind: Dft,
 ) -> CResult<(InstId, Option<InstId>)> {
     let dims = rw.arr(x.0)?.dims;
+    // The planes' type: f32 (c64, on the MXU) or f64 (c128: the dot runs on the VPU).
+    let pt = rw.arr(x.0)?.ty;
     let r = dims.len();
     let mut perm: Vec<i64> = (0..r as i64).filter(|&k| k != d as i64).collect();
     perm.push(d as i64);
@@ -583,10 +586,12 @@ fn dft_dim(
             rw.arr(lhs)?.dims[r - 1]
         )));
     }
-    let t = rw.lit(Literal::array(
-        vec![rows as usize, cols as usize],
-        ArrayData::F32(v),
-    ))?;
+    let data = if pt == T::F64 {
+        ArrayData::F64(v)
+    } else {
+        ArrayData::F32(v.into_iter().map(|x| x as f32).collect())
+    };
+    let t = rw.lit(Literal::array(vec![rows as usize, cols as usize], data))?;
     let mut od = rw.arr(lhs)?.dims;
     od[r - 1] = cols;
     let attrs = Attrs {
@@ -599,7 +604,7 @@ fn dft_dim(
         Opcode::Dot,
         &[lhs, t],
         attrs,
-        Some(Shape::Array(hlo::ArrayShape::new(T::F32, &od))),
+        Some(Shape::Array(hlo::ArrayShape::new(pt, &od))),
     )?;
     Ok(match kind {
         Dft::C2r { .. } => (mv(rw, y, &inv)?, None),
@@ -631,7 +636,7 @@ fn fft(rw: &mut Rw<'_>, i: &hlo::Instruction, pl: &mut PlanesOf<'_>) -> CResult<
     let mut x: (InstId, Option<InstId>);
     match kind {
         FftType::Fft | FftType::Ifft => {
-            if xs.ty != T::C64 {
+            if !matches!(xs.ty, T::C64 | T::C128) {
                 return Ok(None);
             }
             let (re, im) = pl(rw, 0)?;
@@ -642,7 +647,7 @@ fn fft(rw: &mut Rw<'_>, i: &hlo::Instruction, pl: &mut PlanesOf<'_>) -> CResult<
             }
         }
         FftType::Rfft => {
-            if xs.ty != T::F32 || xs.dims[r - 1] != lens[l - 1] {
+            if !matches!(xs.ty, T::F32 | T::F64) || xs.dims[r - 1] != lens[l - 1] {
                 return Ok(None);
             }
             x = dft_dim(rw, (i.operands[0], None), r - 1, lens[l - 1], Dft::R2c)?;
@@ -651,7 +656,7 @@ fn fft(rw: &mut Rw<'_>, i: &hlo::Instruction, pl: &mut PlanesOf<'_>) -> CResult<
             }
         }
         FftType::Irfft => {
-            if xs.ty != T::C64 {
+            if !matches!(xs.ty, T::C64 | T::C128) {
                 return Ok(None);
             }
             let (re, im) = pl(rw, 0)?;
