@@ -592,6 +592,7 @@ impl Lowerer<'_> {
                     a: rt,
                     n: k,
                     t,
+                    pat: None,
                     wait: None,
                     signal: None,
                 },
@@ -600,6 +601,7 @@ impl Lowerer<'_> {
                     a: st,
                     n: k,
                     t,
+                    pat: None,
                     wait: None,
                     signal: None,
                 },
@@ -939,6 +941,7 @@ impl Lowerer<'_> {
                     a,
                     n: k,
                     t,
+                    pat: None,
                     wait: None,
                     signal: Some(Sem(1)),
                 });
