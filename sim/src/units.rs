@@ -646,6 +646,12 @@ impl Chip {
         } else {
             Vec::new()
         };
+        // VMEM: the transfer's VMEM side streams at one link's rate from its post; it makes
+        // other requesters of the port wait, its own arrival is the fabric's (sim::ici).
+        if m.space == Space::Vmem {
+            let rate = env.p.ici_link_bpc.ceil() as u64;
+            self.cores[c].vmem_port.book(now.get(), len, rate);
+        }
         let u = MXU0 + env.p.mxus;
         let unit = &mut self.cores[c].units[u];
         unit.unreported_from = Some(unit.unreported_from.map_or(now, |x| x.min(now)));
@@ -706,8 +712,13 @@ impl Chip {
         unit.unreported_from = from;
         unit.tl.add(Kind::Busy, post.posted.get(), now.get());
         let inst = env.prog.code()[post.pc as usize];
-        // ICI transfers move VMEM bytes outside the core's VMEM port: none counted here.
-        self.trace(env, c, u, post.pc, &inst, (post.posted, now), (0, 0));
+        // The VMEM bytes were booked on the port at the post (start_ici).
+        let vmem = if post.space == Space::Vmem {
+            post.len
+        } else {
+            0
+        };
+        self.trace(env, c, u, post.pc, &inst, (post.posted, now), (0, vmem));
         self.complete(env, now, c, u, post.signal, post.race_id)?;
         let unit = &mut self.cores[c].units[u];
         let h = unit.horizon(now);

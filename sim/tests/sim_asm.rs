@@ -647,3 +647,68 @@ fn two_stores_of_one_mxu_share_its_result_port() {
     assert_eq!(c1, done + d.st(8, 8));
     assert_eq!(c2, c1, "the second store waits for the port");
 }
+
+/// docs/timing.md, VMEM port: infeed and outfeed book their VMEM bytes too. A long VPU stream
+/// that takes the whole port holds back an infeed (which drains into VMEM at the port's full
+/// rate from `max(start, arrival − ⌈len / cap⌉)`) and an outfeed (at the link's rate `⌈bw⌉`
+/// from its start): each completes when the grants say, not when the host link alone would.
+#[test]
+fn infeed_and_outfeed_share_vmem_bandwidth() {
+    let a = mini();
+    let d = Doc::new(&a);
+    let alu = a.vpu.alu;
+    let n = 2048u64;
+    let busy = n.div_ceil(alu.elems_per_cycle as u64);
+    let vbytes = 3 * 4 * n;
+    let vrate = vbytes.div_ceil(busy);
+    assert!(
+        vrate >= d.vmem_bpc,
+        "test design: the VPU op takes the whole port"
+    );
+    let lat = (alu.latency as u64).max(1);
+    let vpu_done = |end: u64| end.saturating_sub(busy) + busy - 1 + lat; // the VPU starts at 0
+    let vpu = format!("    vpu.add [s0+0], [s0+8192], [s0+16384], n={n}, t=f32\n");
+    let len = 64u64;
+    let cap = d.vmem_bpc;
+    let run_t = |body: &str, infeed: Option<Vec<u8>>| {
+        let p = format!("{body}    halt\n");
+        let (sys, c1) = run(&p, &a, true, infeed.clone());
+        let (_, c2) = run(&p, &a, false, infeed);
+        assert_eq!(c1, c2, "functional and timing-only agree");
+        (sys, c1)
+    };
+    // Infeed (dispatched at 1, after the VPU op at 0): its bytes have arrived at
+    // L_host + ⌈len / bw⌉; it books from max(1, arrival − ⌈len / cap⌉) at cap.
+    let arrival = d.host_lat + (len as f64 / d.host_bpc).ceil() as u64;
+    let body = format!("{vpu}    infeed vmem[s0+24576], len={len}\n");
+    let (sys, both) = run_t(&body, Some(vec![5; len as usize]));
+    let from = 1u64.max(arrival - len.div_ceil(cap));
+    let e = vmem_grants(cap, &[(0, vbytes, vrate), (from, len, cap)]);
+    let infeed_done = arrival.max(2).max(e[1]);
+    assert_eq!(both, vpu_done(e[0]).max(infeed_done));
+    assert!(infeed_done > arrival, "the infeed waited for the port");
+    assert_eq!(
+        sys.vmem(0, 0).unwrap().read_vec(24576, len).unwrap(),
+        vec![5; len as usize]
+    );
+    let (_, alone) = run_t(
+        &format!("    infeed vmem[s0+24576], len={len}\n"),
+        Some(vec![5; 64]),
+    );
+    assert_eq!(alone, arrival.max(1));
+    // Outfeed (dispatched at 1): the link is busy ⌈len / bw⌉ cycles, the port grants its
+    // bytes at ⌈bw⌉ per cycle after the VPU's; it completes L_host after the later.
+    let body = format!("{vpu}    outfeed vmem[s0+25600], len={len}\n");
+    let (_, both) = run_t(&body, None);
+    let xfer = (len as f64 / d.host_bpc).ceil() as u64;
+    let e = vmem_grants(
+        cap,
+        &[(0, vbytes, vrate), (1, len, d.host_bpc.ceil() as u64)],
+    );
+    let out_done = (1 + xfer).max(e[1]) + d.host_lat;
+    assert_eq!(both, vpu_done(e[0]).max(out_done));
+    assert!(
+        out_done > 1 + xfer + d.host_lat,
+        "the outfeed waited for the port"
+    );
+}
