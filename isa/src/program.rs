@@ -718,8 +718,19 @@ impl Program {
                     }
                 }
             }
-            if let Inst::DmaCopy { desc, .. } = inst {
-                if *desc as usize >= self.dma.len() {
+            if let Some(desc) = inst.dma_desc() {
+                if inst.is_indexed_dma()
+                    && self
+                        .dma
+                        .get(desc as usize)
+                        .is_some_and(|d| d.dims.len() != 1)
+                {
+                    e.push(format!(
+                        "instruction {pc}: `{}` needs a descriptor with exactly one dimension",
+                        inst.mnemonic()
+                    ));
+                }
+                if desc as usize >= self.dma.len() {
                     e.push(format!(
                         "instruction {pc}: DMA descriptor {desc} does not exist ({} descriptors)",
                         self.dma.len()
@@ -934,7 +945,7 @@ pub fn arbitrary_program() -> proptest::strategy::BoxedStrategy<Program> {
             0..4,
         ),
     )
-        .prop_map(|(mut code, dma, data, mut regions, syms, sems)| {
+        .prop_map(|(mut code, mut dma, data, mut regions, syms, sems)| {
             let n = code.len() as u32;
             // A pattern per instruction that names one: its first element operand, laid out
             // from the generated index's bits.
@@ -964,6 +975,18 @@ pub fn arbitrary_program() -> proptest::strategy::BoxedStrategy<Program> {
                 inst.for_each_target(&mut |t| t.0 %= n);
                 if let Inst::DmaCopy { desc, .. } = inst {
                     *desc %= dma.len() as u32;
+                }
+                // Indexed copies need a one-dimensional descriptor: one of their own.
+                if let Inst::DmaGather { desc, .. } | Inst::DmaScatter { desc, .. } = inst {
+                    dma.push(DmaDesc {
+                        len: *desc % 64 + 1,
+                        dims: vec![DmaDim {
+                            count: *desc % 9 + 1,
+                            src_stride: 64,
+                            dst_stride: 128,
+                        }],
+                    });
+                    *desc = dma.len() as u32 - 1;
                 }
             }
             regions.sort_by(|a, b| a.name.cmp(&b.name));

@@ -49,6 +49,20 @@ pub enum Extent {
     /// The `s[lim]` elements from `A(x)` (the register `lim` read at dispatch), of which the
     /// `n` named by the table operand `idx` are read and written.
     Scattered(u64),
+    /// Rows of an indexed DMA (`dma.gather`/`dma.scatter`) with one-dimensional descriptor
+    /// `desc` (`len` bytes per row, `n` rows): row `i` (of those whose index `k = idx[i]` is
+    /// below `s[lim]`) at `A(x) + k·stride` (`by_index`) or `A(x) + i·stride`, with the
+    /// `src` or destination stride (data-dependent).
+    IndexedRows {
+        /// Descriptor index.
+        desc: u32,
+        /// Source side.
+        src: bool,
+        /// Row address from the index (else from the row number).
+        by_index: bool,
+    },
+    /// The `n` u32 row indices of an indexed DMA with descriptor `desc`.
+    IndexTable(u32),
 }
 
 /// One memory operand of an instruction: its field, role, element type and extent.
@@ -85,7 +99,7 @@ impl Extent {
         match *self {
             Extent::Elems(n) | Extent::Gathered(n) | Extent::Scattered(n) => n,
             Extent::Rows { rows, cols, .. } => rows.saturating_mul(cols),
-            Extent::Desc { .. } => 0,
+            Extent::Desc { .. } | Extent::IndexedRows { .. } | Extent::IndexTable(_) => 0,
         }
     }
 }
@@ -97,9 +111,13 @@ pub trait AccessCtx {
     fn dma_desc(&self, d: u32) -> Option<&DmaDesc>;
     /// Address pattern `p` (`.pat`).
     fn pattern(&self, p: u32) -> Option<&Pattern>;
-    /// The largest of the `n` u32 indices at VMEM address `table`, if it can be read.
-    fn max_index(&self, _table: u64, _n: u64) -> Option<u64> {
+    /// The `n` u32 indices at VMEM address `table`, if they can be read.
+    fn indices(&self, _table: u64, _n: u64) -> Option<Vec<u64>> {
         None
+    }
+    /// The largest of the `n` u32 indices at VMEM address `table`, if it can be read.
+    fn max_index(&self, table: u64, n: u64) -> Option<u64> {
+        self.indices(table, n)?.into_iter().max()
     }
 }
 
@@ -218,6 +236,62 @@ pub fn touched(u: OperandUse, addr: u64, lim: u64, idx: u64, ctx: &dyn AccessCtx
             };
             (runs, n * size)
         }
+        Extent::IndexTable(desc) => {
+            let n = ctx
+                .dma_desc(desc)
+                .and_then(|d| d.dims.first())
+                .map_or(0, |d| d.count as u64);
+            (vec![Access::runs(u.space, addr, 4 * n, 0, 1)], 4 * n)
+        }
+        Extent::IndexedRows {
+            desc,
+            src,
+            by_index,
+        } => {
+            match ctx
+                .dma_desc(desc)
+                .and_then(|d| Some((d.len as u64, *d.dims.first()?)))
+            {
+                None => (Vec::new(), 0),
+                Some((len, dim)) => {
+                    let stride = if src { dim.src_stride } else { dim.dst_stride };
+                    let n = dim.count as u64;
+                    let at = |r: u64| (addr as i64).checked_add((r as i64).checked_mul(stride)?);
+                    match ctx.indices(idx, n) {
+                        Some(ks) => {
+                            let mut runs = Vec::new();
+                            let mut rows = 0;
+                            for (i, k) in ks.into_iter().enumerate() {
+                                if k >= lim {
+                                    continue;
+                                }
+                                rows += 1;
+                                let r = if by_index { k } else { i as u64 };
+                                if let Some(a) = at(r).filter(|a| *a >= 0) {
+                                    runs.push(Access::runs(u.space, a as u64, len, 0, 1));
+                                }
+                            }
+                            if runs.len() as u64 > MAX_RUNS {
+                                runs.clear(); // too many to list: not checked
+                            }
+                            (runs, rows * len)
+                        }
+                        // Unknown indices: every row the side can reach.
+                        None => {
+                            let reach = if by_index { lim } else { n };
+                            let runs = match (stride >= 0, reach) {
+                                (_, 0) => Vec::new(),
+                                (true, r) => {
+                                    vec![Access::runs(u.space, addr, len, stride as u64, r)]
+                                }
+                                (false, _) => Vec::new(),
+                            };
+                            (runs, n * len)
+                        }
+                    }
+                }
+            }
+        }
         Extent::Scattered(n) => (
             vec![Access::runs(u.space, addr, lim.saturating_mul(size), 0, 1)],
             2 * n * size,
@@ -225,7 +299,7 @@ pub fn touched(u: OperandUse, addr: u64, lim: u64, idx: u64, ctx: &dyn AccessCtx
     };
     let runs: Vec<Access> = runs.into_iter().filter(|a| a.row_bytes > 0).collect();
     let hull = match u.extent {
-        Extent::Gathered(_) => None,
+        Extent::Gathered(_) | Extent::IndexedRows { .. } => None,
         _ => Some(hull_of(&runs).unwrap_or((addr, addr))),
     };
     Touched {
@@ -297,6 +371,22 @@ pub mod rule {
     /// A side of DMA descriptor `desc`.
     pub fn chunks(desc: u32, src: bool) -> (DType, Extent) {
         (DType::U8, Extent::Desc { desc, src })
+    }
+    /// The rows of an indexed DMA's side (`src`), addressed by the index (`by_index`) or by
+    /// the row number.
+    pub fn indexed(desc: u32, src: bool, by_index: bool) -> (DType, Extent) {
+        (
+            DType::U8,
+            Extent::IndexedRows {
+                desc,
+                src,
+                by_index,
+            },
+        )
+    }
+    /// The u32 row index table of an indexed DMA.
+    pub fn index_table(desc: u32) -> (DType, Extent) {
+        (DType::U32, Extent::IndexTable(desc))
     }
     /// `n` elements of type `t` named by the index table `idx`.
     pub fn gathered(t: DType, n: u32) -> (DType, Extent) {

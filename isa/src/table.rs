@@ -112,6 +112,28 @@ define_isa! {
         { desc: u32 = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
         [dst: Write chunks(desc, false), src: Read chunks(desc, true)];
 
+    /// Indexed gather (rows by an index list): descriptor `desc` must have exactly one
+    /// dimension `(n, src_stride, dst_stride)` and gives the row length `len`. For `i = 0 ..
+    /// n-1` in order, `k = idx[i]` (the `n` u32 at VMEM address `s[idx]`); if `k < s[lim]`,
+    /// copies `len` bytes from `A(src) + k·src_stride` to `A(dst) + i·dst_stride`; a row with
+    /// `k >= s[lim]` is dropped (its destination row is left as it was; no access, no error).
+    /// `s[idx]` and `s[lim]` are read at dispatch, the table when the copy starts. Costs as a
+    /// `dma.copy` of the rows it moves (bursts counted per row).
+    DmaGather = 0x41, "dma.gather", Dma, Dma, NoType,
+        (dst: MemRef = 39, src: MemRef = 39, idx: SReg = 5, lim: SReg = 5)
+        { desc: u32 = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        [dst: Write indexed(desc, false, false), src: Read indexed(desc, true, true),
+         idx: Read index_table(desc)];
+    /// Indexed scatter: as `dma.gather` with the index on the destination side: for `i = 0 ..
+    /// n-1` in order, if `k = idx[i] < s[lim]`, copies `len` bytes from `A(src) +
+    /// i·src_stride` to `A(dst) + k·dst_stride` (a row named twice keeps the later one); rows
+    /// with `k >= s[lim]` are dropped.
+    DmaScatter = 0x42, "dma.scatter", Dma, Dma, NoType,
+        (dst: MemRef = 39, src: MemRef = 39, idx: SReg = 5, lim: SReg = 5)
+        { desc: u32 = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        [dst: Write indexed(desc, false, true), src: Read indexed(desc, true, false),
+         idx: Read index_table(desc)];
+
     // ------------------------------------------------------------------ MXU
     /// Load a `k × n` weight tile into the **shadow** weight buffer of MXU `mxu`
     /// (docs/mxu-contract.md `LoadWeights`): element `W[i][j]` (type `mode`: int8 or bf16) is
@@ -473,6 +495,20 @@ define_isa! {
 }
 
 impl Inst {
+    /// The DMA descriptor an instruction names (`desc=`), if any.
+    pub fn dma_desc(&self) -> Option<u32> {
+        match *self {
+            Inst::DmaCopy { desc, .. }
+            | Inst::DmaGather { desc, .. }
+            | Inst::DmaScatter { desc, .. } => Some(desc),
+            _ => None,
+        }
+    }
+    /// Whether an instruction's DMA descriptor is indexed by a row list (exactly one
+    /// dimension).
+    pub fn is_indexed_dma(&self) -> bool {
+        matches!(self, Inst::DmaGather { .. } | Inst::DmaScatter { .. })
+    }
     /// Assembly mnemonic.
     pub fn mnemonic(&self) -> &'static str {
         self.opcode().mnemonic()

@@ -27,7 +27,7 @@ use isa::{Inst, Space};
 /// The unit index (within a core) that executes a unit instruction.
 pub fn unit_of(inst: &Inst, p: &Params) -> Result<usize, String> {
     Ok(match *inst {
-        Inst::DmaCopy { .. } => DMA,
+        Inst::DmaCopy { .. } | Inst::DmaGather { .. } | Inst::DmaScatter { .. } => DMA,
         Inst::Infeed { .. } => INFEED,
         Inst::Outfeed { .. } => OUTFEED,
         Inst::MxuLdw { mxu, .. } | Inst::MxuMatmul { mxu, .. } | Inst::MxuSt { mxu, .. } => {
@@ -66,12 +66,14 @@ impl isa::AccessCtx for Ctx<'_> {
     fn pattern(&self, p: u32) -> Option<&isa::Pattern> {
         self.prog.pats.get(p as usize)
     }
-    fn max_index(&self, table: u64, n: u64) -> Option<u64> {
+    fn indices(&self, table: u64, n: u64) -> Option<Vec<u64>> {
         // One read of the table, not one per element.
         let t = self.vmem?.read_vec(table, 4 * n).ok()?;
-        t.chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64)
-            .max()
+        Some(
+            t.chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64)
+                .collect(),
+        )
     }
 }
 

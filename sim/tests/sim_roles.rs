@@ -11,9 +11,32 @@ use isa::{Role, TypeClass, TABLE};
 use sim::{SimOptions, System};
 use std::collections::BTreeSet;
 
-/// Registers: s1..s4 address the vector operands, s5 is the scalar operand (a limit of 6).
+/// Registers: s1..s4 address the vector operands, s5 is the scalar operand (a limit of 6),
+/// s6 an index table's address.
 const BASES: [u64; 4] = [0x100, 0x600, 0xb00, 0x1000];
 const SREG: u64 = 6;
+const TABLE_AT: u64 = 0x1400;
+
+/// The program's descriptors and patterns, and the index tables as the data segment holds
+/// them (the instruction under test writes no table).
+struct Ctx<'a>(&'a isa::Program, &'a [u8]);
+
+impl isa::AccessCtx for Ctx<'_> {
+    fn dma_desc(&self, d: u32) -> Option<&isa::DmaDesc> {
+        self.0.dma.get(d as usize)
+    }
+    fn pattern(&self, p: u32) -> Option<&isa::Pattern> {
+        self.0.pats.get(p as usize)
+    }
+    fn indices(&self, table: u64, n: u64) -> Option<Vec<u64>> {
+        let b = self.1.get(table as usize..(table + 4 * n) as usize)?;
+        Some(
+            b.chunks_exact(4)
+                .map(|w| u32::from_le_bytes(w.try_into().unwrap()) as u64)
+                .collect(),
+        )
+    }
+}
 
 /// Assembly of `row`'s instruction with small operands; `pat`: with `pat=0`, the pattern
 /// naming every element operand (returned as the `.pat` line).
@@ -31,6 +54,8 @@ fn inst_text(row: &isa::InstInfo, pat: bool) -> Option<(String, String)> {
                 format!("vmem[s{vk}]")
             }
             "accaddr" => "acc[s0]".into(),
+            // an index table's address, or the scalar operand (a limit, a value)
+            "sreg" if f.name == "idx" => "s6".into(),
             "sreg" => "s5".into(),
             _ => return None,
         });
@@ -106,7 +131,8 @@ fn check(row: &isa::InstInfo, pat: bool) -> bool {
     let data: Vec<u8> = (0..0x1800u32).flat_map(|i| (i % 8).to_le_bytes()).collect();
     let text = format!(
         ".dma 0 len=8 dims=[(3,16,24)]\n{pat_line}.data vmem 0 {}\n\
-         s.li s1, {}\ns.li s2, {}\ns.li s3, {}\ns.li s4, {}\ns.li s5, {SREG}\n{inst}\nhalt\n",
+         s.li s1, {}\ns.li s2, {}\ns.li s3, {}\ns.li s4, {}\ns.li s5, {SREG}\n\
+         s.li s6, {TABLE_AT}\n{inst}\nhalt\n",
         common::hex(&data),
         BASES[0],
         BASES[1],
@@ -133,11 +159,12 @@ fn check(row: &isa::InstInfo, pat: bool) -> bool {
     let mut regs = [0u64; 32];
     regs[1..5].copy_from_slice(&BASES);
     regs[5] = SREG;
+    regs[6] = TABLE_AT;
     let a = i.resolve(&regs).unwrap();
     let mut reads = BTreeSet::new();
     let mut writes = BTreeSet::new();
     let mut may_read = BTreeSet::new();
-    for t in i.accesses(&a, &prog) {
+    for t in i.accesses(&a, &Ctx(&prog, &data)) {
         let b = bytes_of(&t.runs);
         if let isa::Extent::Gathered(_) = t.use_.extent {
             // Indices are 0..7: the gathered elements lie in the first 8.
@@ -145,6 +172,10 @@ fn check(row: &isa::InstInfo, pat: bool) -> bool {
             let at = a[row.position(t.use_.field).unwrap()];
             may_read.extend(at..at + 8 * size);
             continue;
+        }
+        if let isa::Extent::IndexedRows { .. } = t.use_.extent {
+            // Exact here: the context reads the table.
+            assert!(!t.runs.is_empty(), "{inst}: indexed rows listed");
         }
         if t.use_.role.reads() {
             reads.extend(b.iter().copied());

@@ -281,8 +281,8 @@ pub fn assemble_located(text: &str) -> Result<(Program, Vec<(usize, usize)>), As
                 Some(x) => x.check_use(inst),
             };
         }
-        if let Inst::DmaCopy { desc, .. } = inst {
-            if *desc as usize >= p.dma.len() {
+        if let Some(desc) = inst.dma_desc() {
+            if desc as usize >= p.dma.len() {
                 bad = Some(format!(
                     "DMA descriptor {desc} is not defined ({} .dma directives)",
                     p.dma.len()
