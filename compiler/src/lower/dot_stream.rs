@@ -429,6 +429,7 @@ impl StreamDot {
                         k: kk,
                         n: nq,
                         stride: p.nc * iw,
+                        tr: false,
                     };
                     emit_op(l, q as u8, &ldw, self.mode, iw);
                     let matmul = MxuOp::Matmul {
