@@ -168,3 +168,46 @@ fn transposed_weight_load_equals_the_plain_load() {
     let any_nonzero = (0..m).any(|r| plain.acc_row(0, 0, 0, r).unwrap().iter().any(|&v| v != 0));
     assert!(any_nonzero);
 }
+
+/// Vector ↔ scalar moves (docs/isa.md `s.ld`, `s.st`, `vpu.splat`): a VMEM element into a
+/// scalar register (sign-extended for signed types, zero-extended for unsigned, float bits
+/// raw), a VPU result read back after its semaphore, a scalar's low bytes stored, and a
+/// scalar broadcast into a vector.
+#[test]
+fn vector_scalar_moves() {
+    let mut data = vec![0u8; 12];
+    data[0] = (-3i8) as u8;
+    data[2..4].copy_from_slice(&0xfffeu16.to_le_bytes());
+    data[4..8].copy_from_slice(&1.5f32.to_le_bytes());
+    data[8..12].copy_from_slice(&(-7i32).to_le_bytes());
+    let text = format!(
+        ".data vmem 0 {}\n\
+         s.ld s1, [s0+0], t=s8\ns.ld s2, [s0+2], t=u16\ns.ld s3, [s0+4], t=f32\n\
+         s.ld s4, [s0+8], t=s32\n\
+         vpu.add [s0+64], [s0+8], [s0+8], n=1, t=s32, signal=sem1\n\
+         sem.wait sem1, n=1\n\
+         s.ld s5, [s0+64], t=s32\n\
+         s.st s5, [s0+128], t=s16\n\
+         vpu.splat [s0+256], s5, n=4, t=s32\n\
+         halt\n",
+        hex(&data)
+    );
+    for functional in [true, false] {
+        let (sys, _) = run(&text, &mini(), functional, None);
+        let r = |i| sys.reg(0, 0, i).unwrap();
+        assert_eq!(r(1) as i64, -3);
+        assert_eq!(r(2), 0xfffe);
+        assert_eq!(r(3), 1.5f32.to_bits() as u64);
+        assert_eq!(r(4) as i64, -7);
+        if !functional {
+            continue; // timing-only runs do not compute the VPU's result
+        }
+        assert_eq!(r(5) as i64, -14);
+        let vm = sys.vmem(0, 0).unwrap();
+        assert_eq!(vm.read_vec(128, 4).unwrap(), vec![0xf2, 0xff, 0, 0]);
+        let splat = vm.read_vec(256, 16).unwrap();
+        for e in splat.chunks_exact(4) {
+            assert_eq!(i32::from_le_bytes(e.try_into().unwrap()), -14);
+        }
+    }
+}
