@@ -14,6 +14,8 @@
 //! extent with a constructor of [`crate::roles::rule`] over the row's fields, e.g.
 //! `[dst: Write elems(t, n), a: Read elems(t, n)]` (see src/roles.rs).
 //! Positional operands print in order (`s1, [s2+4]`), keyword operands as `name=value`.
+//! An operand added to an existing instruction goes last and encodes "absent" as 0, so words
+//! written before it (whose reserved bits were 0) still decode, as that operand left out.
 //! Fields are packed in that order from bit 8 upward. Duplicate opcodes or mnemonics fail to
 //! compile (`deny(unreachable_patterns)`), and so does a row wider than 128 bits.
 

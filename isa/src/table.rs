@@ -144,8 +144,8 @@ define_isa! {
     /// array the same `k × n` tile, so timing and docs/mxu-contract.md are unchanged.
     MxuLdw = 0x50, "mxu.ldw", Mxu, MxuLoad, NoType,
         (src: VAddr = 21)
-        { mxu: u32 = 4, k: u32 = 11, n: u32 = 11, stride: u32 = 20, mode: MxuDtype = 1, tr: Flag = 1,
-          wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { mxu: u32 = 4, k: u32 = 11, n: u32 = 11, stride: u32 = 20, mode: MxuDtype = 1,
+          wait: Option<Sem> = 6, signal: Option<Sem> = 6, tr: Flag = 1 }
         [src: Read weights(mode, k, n, stride, tr)];
     /// Multiply `m` rows of activations by the weights of MXU `mxu` (docs/mxu-contract.md
     /// `Matmul`): `X[r][i]` (type `mode`) is read at `A(src) + r·stride + i·size(mode)` for
@@ -161,7 +161,7 @@ define_isa! {
     MxuMatmul = 0x51, "mxu.matmul", Mxu, MxuMatmul, NoType,
         (src: VAddr = 21, acc: AccAddr = 21)
         { mxu: u32 = 4, m: u32 = 20, k: u32 = 11, stride: u32 = 20, mode: MxuDtype = 1,
-          accumulate: bool = 1, pat: Option<Pat> = 9, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+          accumulate: bool = 1, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 9 }
         [src: Read runs(mxu_elem(mode), m, k, stride)];
     /// Move accumulator rows out to VMEM: for `r < m`, `j < n` (`1 <= n <= mxu.cols`), the
     /// 32-bit accumulator element `j` of row `(a + r) mod acc_rows` (`a` as in `mxu.matmul`)
@@ -177,211 +177,211 @@ define_isa! {
     /// `dst[i] = a[i] + b[i]`.
     VAdd = 0x60, "vpu.add", Vpu, VpuAlu, Numeric,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = a[i] - b[i]`.
     VSub = 0x61, "vpu.sub", Vpu, VpuAlu, Numeric,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = a[i] * b[i]`.
     VMul = 0x62, "vpu.mul", Vpu, VpuMul, Numeric,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = a[i] / b[i]`: floats IEEE; integers round toward zero, `x / 0 = -1` (all ones
     /// for unsigned), signed `MIN / -1 = MIN`.
     VDiv = 0x63, "vpu.div", Vpu, VpuDiv, Numeric,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = a[i] rem b[i]`, sign of the dividend: floats as C `fmod`; integers
     /// `x rem 0 = x`, signed `MIN rem -1 = 0`.
     VRem = 0x64, "vpu.rem", Vpu, VpuDiv, Numeric,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = min(a[i], b[i])`; floats: NaN if either is NaN, `min(-0, +0) = -0`.
     VMin = 0x65, "vpu.min", Vpu, VpuAlu, Numeric,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = max(a[i], b[i])`; floats: NaN if either is NaN, `max(-0, +0) = +0`.
     VMax = 0x66, "vpu.max", Vpu, VpuAlu, Numeric,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = a[i] & b[i]` (pred: logical and).
     VAnd = 0x67, "vpu.and", Vpu, VpuAlu, IntPred,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = a[i] | b[i]` (pred: logical or).
     VOr = 0x68, "vpu.or", Vpu, VpuAlu, IntPred,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = a[i] ^ b[i]` (pred: logical xor).
     VXor = 0x69, "vpu.xor", Vpu, VpuAlu, IntPred,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = a[i] << b[i]`; `b[i]` read as unsigned; `>= bits(t)` gives 0.
     VShl = 0x6a, "vpu.shl", Vpu, VpuAlu, Int,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// Logical right shift; `b[i]` read as unsigned; `>= bits(t)` gives 0.
     VShr = 0x6b, "vpu.shr", Vpu, VpuAlu, Int,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// Arithmetic right shift (sign fill, also for unsigned types); `b[i]` read as unsigned;
     /// `>= bits(t)` fills with the sign bit.
     VSra = 0x6c, "vpu.sra", Vpu, VpuAlu, Int,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = pow(a[i], b[i])` (C `pow` semantics).
     VPow = 0x6d, "vpu.pow", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = atan2(a[i], b[i])` (C `atan2` semantics).
     VAtan2 = 0x6e, "vpu.atan2", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n), b: Read elems(t, n)];
 
     // ------------------------------------------------------------------ VPU unary (ALU)
     /// `dst[i] = a[i]` (copy).
     VMov = 0x70, "vpu.mov", Vpu, VpuAlu, Any,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = -a[i]` (integers wrap: `-MIN = MIN`; unsigned: `0 - a`; floats flip the sign
     /// bit, NaN included: `-NaN` keeps the payload, as XLA's negate).
     VNeg = 0x71, "vpu.neg", Vpu, VpuAlu, Numeric,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = |a[i]|` (signed `|MIN| = MIN`; unsigned: identity; floats clear the sign bit).
     VAbs = 0x72, "vpu.abs", Vpu, VpuAlu, Numeric,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = sign(a[i])`: -1, 0 or 1; floats: ±1.0, ±0 kept, NaN stays NaN.
     VSign = 0x73, "vpu.sign", Vpu, VpuAlu, Numeric,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = floor(a[i])`.
     VFloor = 0x74, "vpu.floor", Vpu, VpuAlu, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = ceil(a[i])`.
     VCeil = 0x75, "vpu.ceil", Vpu, VpuAlu, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// Round to the nearest integer, halfway cases away from zero.
     VRound = 0x76, "vpu.round", Vpu, VpuAlu, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// Round to the nearest integer, halfway cases to even.
     VRoundEven = 0x77, "vpu.roundeven", Vpu, VpuAlu, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = !a[i]` (bitwise; pred: logical not).
     VNot = 0x78, "vpu.not", Vpu, VpuAlu, IntPred,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = ` number of one bits of `a[i]`.
     VPopcnt = 0x79, "vpu.popcnt", Vpu, VpuAlu, Int,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = ` number of leading zero bits of `a[i]` within `bits(t)`.
     VClz = 0x7a, "vpu.clz", Vpu, VpuAlu, Int,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = ` 1 if `a[i]` is finite (not ±inf, not NaN), else 0; `dst` has type **pred**
     /// (one byte per element), `a` has type `t`.
     VIsFinite = 0x7b, "vpu.isfinite", Vpu, VpuAlu, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(PRED, n), a: Read elems(t, n)];
 
     // ------------------------------------------------------------------ VPU transcendental
     /// `dst[i] = e^a[i]`.
     VExp = 0x80, "vpu.exp", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = e^a[i] - 1`.
     VExpm1 = 0x81, "vpu.expm1", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = ln(a[i])`.
     VLog = 0x82, "vpu.log", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = ln(1 + a[i])`.
     VLog1p = 0x83, "vpu.log1p", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = 1 / (1 + e^-a[i])`.
     VLogistic = 0x84, "vpu.logistic", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = sqrt(a[i])`.
     VSqrt = 0x85, "vpu.sqrt", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = 1 / sqrt(a[i])`.
     VRsqrt = 0x86, "vpu.rsqrt", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = cbrt(a[i])`.
     VCbrt = 0x87, "vpu.cbrt", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = tanh(a[i])`.
     VTanh = 0x88, "vpu.tanh", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = sin(a[i])`.
     VSin = 0x89, "vpu.sin", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = cos(a[i])`.
     VCos = 0x8a, "vpu.cos", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = tan(a[i])`.
     VTan = 0x8b, "vpu.tan", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
     /// `dst[i] = erf(a[i])`.
     VErf = 0x8c, "vpu.erf", Vpu, VpuTrans, Float,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(t, n), a: Read elems(t, n)];
 
     // ------------------------------------------------------------------ VPU other
@@ -390,7 +390,7 @@ define_isa! {
     /// `-0 == +0`).
     VCmp = 0x90, "vpu.cmp", Vpu, VpuAlu, Any,
         (dst: VAddr = 21, a: VAddr = 21, b: VAddr = 21)
-        { n: u32 = 20, t: DType = 4, cmp: CmpOp = 3, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, t: DType = 4, cmp: CmpOp = 3, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(PRED, n), a: Read elems(t, n), b: Read elems(t, n)];
     /// `dst[i] = p[i] != 0 ? a[i] : b[i]`; `p` has type **pred**, `a`, `b`, `dst` type `t`.
     VSelect = 0x91, "vpu.select", Vpu, VpuAlu, Any,
@@ -401,7 +401,7 @@ define_isa! {
     /// prelude); `dst` elements have type `to`, `a` elements type `from`.
     VCvt = 0x92, "vpu.cvt", Vpu, VpuCvt, Any,
         (dst: VAddr = 21, a: VAddr = 21)
-        { n: u32 = 20, to: DType = 4, from: DType = 4, pat: Option<Pat> = 16, wait: Option<Sem> = 6, signal: Option<Sem> = 6 }
+        { n: u32 = 20, to: DType = 4, from: DType = 4, wait: Option<Sem> = 6, signal: Option<Sem> = 6, pat: Option<Pat> = 16 }
         [dst: Write elems(to, n), a: Read elems(from, n)];
     /// `dst[i] = ` the low `size(t)` bytes of `s[src]` (read at issue), for `i < n`: fills a
     /// vector with a scalar (floats: put the bit pattern in the register).
