@@ -52,6 +52,7 @@ macro_rules! define_isa {
         enum Row { $($name,)* }
 
         $(
+            #[allow(clippy::int_plus_one)]
             const _: () = assert!(
                 $crate::word::OPCODE_BITS $(+ $pbits)* $(+ $kbits)* <= $crate::word::WORD_BITS,
                 concat!("instruction `", $mnem, "` is wider than 128 bits")
