@@ -52,7 +52,7 @@ impl Access {
     /// bytes: runs that touch or overlap (`stride <= row_bytes`, `stride` 0 included) are one
     /// contiguous run from the first byte of the first to the last byte of the last.
     pub fn runs(space: Space, start: u64, row_bytes: u64, stride: u64, rows: u64) -> Access {
-        if rows > 1 && stride < row_bytes {
+        if rows > 1 && stride <= row_bytes {
             let len = (rows - 1) * stride + row_bytes;
             return Access {
                 space,

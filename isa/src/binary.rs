@@ -6,12 +6,14 @@
 //! count    u32      number of sections
 //! section  tag [u8; 4], length u64, payload (length bytes)     × count
 //! ```
-//! Sections (each at most once; the writer emits all five in this order):
+//! Sections (each at most once; the writer emits all of them in this order):
 //! * `CODE`: u32 n, then n instruction words of 16 bytes.
 //! * `DATA`: u32 n, then n × (space u8, addr u64, len u64, bytes).
 //! * `DMAD`: u32 n, then n × (len u32, ndims u8, ndims × (count u32, src_stride i64, dst_stride i64)).
 //! * `REGN`: u32 n, then n × (name, space u8, addr u64, size u64).
 //! * `SYMS`: u32 n, then n × (start u32, end u32, name).
+//! * `PATS`: u32 n, then n × (u8 operands, operands × (name, u8 ndims, ndims × (count u32,
+//!   stride u64))). Older files without it read as programs without patterns.
 //! * `SEMS`: u32 n, then n × (sem u8, wait u32, signal u32, shared u8).
 //! * `REGX`: what is known about regions beyond their place (after `REGN`): u32 n, then
 //!   n × (region index u32, flags u8; if flags & 1: dtype u8 (+0x80: complex pairs), rank u8, rank × dim u64,
@@ -35,8 +37,8 @@ pub const MAGIC: &[u8; 8] = b"SYSTPRG\0";
 /// Format version this crate writes and reads.
 pub const VERSION: u32 = 1;
 
-const TAGS: [&[u8; 4]; 7] = [
-    b"CODE", b"DATA", b"DMAD", b"REGN", b"SYMS", b"SEMS", b"REGX",
+const TAGS: [&[u8; 4]; 8] = [
+    b"CODE", b"DATA", b"DMAD", b"REGN", b"SYMS", b"SEMS", b"REGX", b"PATS",
 ];
 
 impl Program {
@@ -125,6 +127,20 @@ impl Program {
                         if let Some((from, to)) = r.live {
                             put_u32(&mut b, from);
                             put_u32(&mut b, to);
+                        }
+                    }
+                }
+                b"PATS" => {
+                    put_u32(&mut b, self.pats.len() as u32);
+                    for x in &self.pats {
+                        b.push(x.operands.len() as u8);
+                        for (f, l) in &x.operands {
+                            put_str(&mut b, f);
+                            b.push(l.dims.len() as u8);
+                            for d in &l.dims {
+                                put_u32(&mut b, d.count);
+                                put_u64(&mut b, d.stride);
+                            }
                         }
                     }
                 }
@@ -242,6 +258,26 @@ fn read_section(s: &mut Cursor, which: usize, p: &mut Program) -> Result<(), Pro
                     });
                 }
                 p.dma.push(DmaDesc { len, dims });
+            }
+            7 => {
+                let nops = s.take(1)?[0];
+                let mut x = crate::program::Pattern::default();
+                for _ in 0..nops {
+                    let f = s.string()?;
+                    let nd = s.take(1)?[0];
+                    if nd as usize > crate::program::MAX_PAT_DIMS {
+                        return Err(s.err_at(at, format!("pattern with {nd} dimensions")));
+                    }
+                    let mut dims = Vec::new();
+                    for _ in 0..nd {
+                        dims.push(crate::program::PatDim {
+                            count: s.u32()?,
+                            stride: s.u64()?,
+                        });
+                    }
+                    x.operands.push((f, crate::program::Layout { dims }));
+                }
+                p.pats.push(x);
             }
             3 => {
                 let name = s.string()?;

@@ -6,9 +6,16 @@
 //! ```text
 //! /// doc (markdown; the semantics, precise enough to implement a simulator)
 //! Name = OPCODE, "mnemonic", Unit, TimingClass, TypeClass,
-//!     (positional: Type = BITS, ...) { keyword: Type = BITS, ... };
+//!     (positional: Type = BITS, ...) { keyword: Type = BITS, ... }
+//!     [field: Role rule(args), ...];
 //! ```
+//! The `[ ... ]` clause (left out when the instruction touches no memory) declares each memory
+//! operand's role (`Read`, `Write`, `Update`: read and written) and its element type and
+//! extent with a constructor of [`crate::roles::rule`] over the row's fields, e.g.
+//! `[dst: Write elems(t, n), a: Read elems(t, n)]` (see src/roles.rs).
 //! Positional operands print in order (`s1, [s2+4]`), keyword operands as `name=value`.
+//! An operand added to an existing instruction goes last and encodes "absent" as 0, so words
+//! written before it (whose reserved bits were 0) still decode, as that operand left out.
 //! Fields are packed in that order from bit 8 upward. Duplicate opcodes or mnemonics fail to
 //! compile (`deny(unreachable_patterns)`), and so does a row wider than 128 bits.
 
@@ -18,7 +25,8 @@ macro_rules! define_isa {
         $(#[doc = $doc:literal])*
         $name:ident = $code:literal, $mnem:literal, $unit:ident, $timing:ident, $tc:ident,
         ( $($pf:ident : $pty:ty = $pbits:literal),* $(,)? )
-        { $($kf:ident : $kty:ty = $kbits:literal),* $(,)? } ;
+        { $($kf:ident : $kty:ty = $kbits:literal),* $(,)? }
+        $( [ $($mf:ident : $mrole:ident $mrule:ident ( $($marg:expr),* ) ),* $(,)? ] )? ;
     )*) => {
         /// One instruction, with its operands (see docs/isa.md for the semantics).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,6 +52,7 @@ macro_rules! define_isa {
         enum Row { $($name,)* }
 
         $(
+            #[allow(clippy::int_plus_one)]
             const _: () = assert!(
                 $crate::word::OPCODE_BITS $(+ $pbits)* $(+ $kbits)* <= $crate::word::WORD_BITS,
                 concat!("instruction `", $mnem, "` is wider than 128 bits")
@@ -77,6 +86,13 @@ macro_rules! define_isa {
                             optional: <$kty as Operand>::OPTIONAL,
                         },)*
                     ],
+                    uses: &[$($(
+                        $crate::roles::UseInfo {
+                            field: stringify!($mf),
+                            role: $crate::inst::Role::$mrole,
+                            rule: concat!(stringify!($mrule), "(", stringify!($($marg),*), ")"),
+                        },
+                    )*)?],
                 },
             )*
         ];
@@ -218,26 +234,80 @@ macro_rules! define_isa {
                 }
             }
 
-            /// The VMEM vector operands (positional `VAddr` fields, in declaration order) and
-            /// their role: written if the field is named `dst`, else read. Up to four; the
-            /// rest `None`. Declared once, in the table's field names.
-            pub fn vmem_operands(&self) -> [Option<(VAddr, $crate::inst::Role)>; 4] {
-                let mut out = [None; 4];
-                let mut i = 0;
-                #[allow(unused_variables, unused_mut, unused_assignments)]
+            /// The memory operands of this instruction with their role, element type and extent,
+            /// as its table row's `[ ... ]` clause declares them (src/roles.rs).
+            pub fn operand_uses(&self) -> Vec<$crate::roles::OperandUse> {
+                #[allow(unused_imports)]
+                use $crate::roles::rule::*;
+                #[allow(unused_variables)]
+                let pat = self.pat().map(|p| p.0);
+                #[allow(unused_variables)]
+                match *self {
+                    $(
+                        Inst::$name { $($pf,)* $($kf,)* } => vec![$($({
+                            let (elem, extent) = $mrule($($marg),*);
+                            $crate::roles::OperandUse {
+                                field: stringify!($mf),
+                                role: $crate::inst::Role::$mrole,
+                                elem,
+                                extent,
+                                space: Operand::mem_space(&$mf).unwrap_or($crate::operand::Space::Vmem),
+                                pattern: pat,
+                            }
+                        },)*)?],
+                    )*
+                }
+            }
+
+            /// The positional operands' VMEM addresses (`None` for other kinds), in order.
+            pub(crate) fn positional_vaddrs(&self) -> Vec<Option<VAddr>> {
+                #[allow(unused_variables)]
+                match self {
+                    $(Inst::$name { $($pf,)* .. } => vec![$(Operand::as_vaddr($pf),)*],)*
+                }
+            }
+
+            /// The `pat=` operand (address pattern), if the instruction has one and it is set.
+            pub fn pat(&self) -> Option<$crate::operand::Pat> {
+                let mut out = None;
+                #[allow(unused_variables)]
                 match self {
                     $(
-                        Inst::$name { $($pf,)* .. } => {
+                        Inst::$name { $($kf,)* .. } => {
                             $(
-                                if let Some(v) = Operand::as_vaddr($pf) {
-                                    out[i] = Some((v, $crate::inst::vaddr_role(stringify!($pf))));
-                                    i += 1;
+                                if let Some(p) = Operand::as_pat($kf) {
+                                    out = p;
                                 }
                             )*
                         }
                     )*
                 }
                 out
+            }
+
+            /// The values a unit reads at dispatch, one per positional operand in order (up to
+            /// four): memory operands' byte addresses, accumulator rows, registers' values.
+            #[allow(unused_assignments)]
+            pub fn resolve(&self, regs: &[u64; 32]) -> Result<[u64; 4], String> {
+                let mut out = [0u64; 4];
+                #[allow(unused_mut, unused_variables, unused_assignments)]
+                let mut i = 0usize;
+                #[allow(unused_variables)]
+                match self {
+                    $(
+                        Inst::$name { $($pf,)* .. } => {
+                            $(
+                                if let Some(v) = Operand::resolve($pf, regs) {
+                                    if i < 4 {
+                                        out[i] = v?;
+                                    }
+                                }
+                                i += 1;
+                            )*
+                        }
+                    )*
+                }
+                Ok(out)
             }
 
             /// The `wait=` and `signal=` semaphores of a unit instruction (`(None, None)` for
@@ -261,6 +331,25 @@ macro_rules! define_isa {
                     )*
                 }
                 (wait, signal)
+            }
+
+            /// Sets the `pat=` operand; returns false if the instruction has none.
+            pub fn set_pat(&mut self, pat: Option<$crate::operand::Pat>) -> bool {
+                let mut found = false;
+                #[allow(unused_variables)]
+                match self {
+                    $(
+                        Inst::$name { $($kf,)* .. } => {
+                            $(
+                                Operand::visit_pat($kf, &mut |p| {
+                                    *p = pat;
+                                    found = true;
+                                });
+                            )*
+                        }
+                    )*
+                }
+                found
             }
 
             /// Sets the `signal=` (`which = "signal"`) or `wait=` (`"wait"`) semaphore of a unit

@@ -57,6 +57,9 @@ pub fn disasm_with(p: &Program, opts: DisasmOptions) -> String {
             let _ = writeln!(out, ".dma {i} len={} dims=[{}]", d.len, dims.join(","));
         }
     }
+    for (i, x) in p.pats.iter().enumerate() {
+        let _ = writeln!(out, ".pat {i} {}", x.text());
+    }
     for d in &p.sems {
         let _ = writeln!(out, "{}", crate::asm::sem_directive(d));
     }

@@ -61,11 +61,9 @@ pub fn render() -> String {
                 (true, true) => "keyword, optional",
             }
             .to_string();
-            if f.kind == "vaddr" {
-                form += match crate::inst::vaddr_role(f.name) {
-                    crate::inst::Role::Write => ", VMEM written",
-                    crate::inst::Role::Read => ", VMEM read",
-                };
+            if let Some(u) = i.use_of(f.name) {
+                form += ", ";
+                form += u.role.name();
             }
             let _ = writeln!(
                 out,
@@ -83,6 +81,12 @@ pub fn render() -> String {
                 "| {}..{WORD_BITS} | reserved | must be 0 | |",
                 i.used_bits()
             );
+        }
+        if !i.uses.is_empty() {
+            out.push_str("\n| memory operand | role | element type and extent |\n|---|---|---|\n");
+            for u in i.uses {
+                let _ = writeln!(out, "| `{}` | {} | `{}` |", u.field, u.role.name(), u.rule);
+            }
         }
     }
     out

@@ -139,6 +139,8 @@ pub struct InstInfo {
     pub doc: &'static str,
     /// Operand fields in encoding order.
     pub fields: &'static [FieldInfo],
+    /// Memory operands: role and extent rule, as the row's `[ ... ]` clause declares them.
+    pub uses: &'static [crate::roles::UseInfo],
 }
 
 impl InstInfo {
@@ -153,6 +155,18 @@ impl InstInfo {
                 o
             })
             .collect()
+    }
+    /// Position of positional operand `field` among the positional operands (the index of its
+    /// value in [`crate::Inst::resolve`]'s result).
+    pub fn position(&self, field: &str) -> Option<usize> {
+        self.fields
+            .iter()
+            .filter(|f| !f.keyword)
+            .position(|f| f.name == field)
+    }
+    /// The declared use of operand `field`, if it is a memory operand.
+    pub fn use_of(&self, field: &str) -> Option<&'static crate::roles::UseInfo> {
+        self.uses.iter().find(|u| u.field == field)
     }
     /// Bits used (opcode plus operands).
     pub fn used_bits(&self) -> u32 {
@@ -200,15 +214,25 @@ pub enum Role {
     Read,
     /// Writes it.
     Write,
+    /// Reads and writes it.
+    Update,
 }
 
-/// The role of a VMEM vector operand, from its field name in the table: `dst` is written,
-/// every other one read. The one rule behind [`Inst::vmem_operands`](crate::Inst) and the
-/// operand tables of docs/isa.md.
-pub fn vaddr_role(field: &str) -> Role {
-    if field == "dst" {
-        Role::Write
-    } else {
-        Role::Read
+impl Role {
+    /// Whether the operand is written.
+    pub fn writes(self) -> bool {
+        self != Role::Read
+    }
+    /// Whether the operand is read.
+    pub fn reads(self) -> bool {
+        self != Role::Write
+    }
+    /// Lower-case name as in docs/isa.md.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Read => "read",
+            Role::Write => "written",
+            Role::Update => "read and written",
+        }
     }
 }

@@ -22,6 +22,7 @@ pub mod docs;
 mod inst;
 mod operand;
 mod program;
+pub mod roles;
 mod table;
 mod word;
 
@@ -29,13 +30,14 @@ pub use access::Access;
 pub use builder::{Builder, Label};
 pub use inst::{FieldInfo, InstInfo, Role, TimingClass, Unit};
 pub use operand::{
-    parse_int, AccAddr, CmpOp, Csr, DType, FmtCtx, MemRef, Operand, ParseCtx, RedOp, SReg, Sem,
-    Space, Target, TypeClass, VAddr, NUM_SEMS, NUM_SREGS,
+    parse_int, AccAddr, CmpOp, Csr, DType, Flag, FmtCtx, MemRef, Operand, ParseCtx, Pat, RedOp,
+    SReg, Sem, Space, Target, TypeClass, VAddr, NUM_SEMS, NUM_SREGS,
 };
 pub use program::{
-    ChunkOffsets, DataSegment, DmaDesc, DmaDim, Program, ProgramError, Region, RegionArray,
-    RegionIo, SemDecl, SymbolRange, MAX_DMA_DIMS,
+    ChunkOffsets, DataSegment, DmaDesc, DmaDim, Layout, PatDim, Pattern, Program, ProgramError,
+    Region, RegionArray, RegionIo, SemDecl, SymbolRange, MAX_DMA_DIMS, MAX_PAT_DIMS,
 };
+pub use roles::{AccessCtx, Extent, OperandUse, Touched};
 pub use table::{Inst, Opcode, TABLE};
 pub use word::{DecodeError, EncodeError, Word, OPCODE_BITS, WORD_BITS};
 

@@ -21,6 +21,8 @@ pub struct Program {
     pub data: Vec<DataSegment>,
     /// DMA descriptors, referenced by index from `dma.copy`.
     pub dma: Vec<DmaDesc>,
+    /// Address patterns (`.pat`), referenced by index from the `pat=` operand.
+    pub pats: Vec<Pattern>,
     /// Named memory regions (buffers the compiler allocated), informational.
     pub regions: Vec<Region>,
     /// Instruction ranges and the HLO instruction each came from: sorted, non-overlapping.
@@ -56,6 +58,250 @@ impl SemDecl {
             signal: 1,
             shared: false,
         }
+    }
+}
+
+/// Up to this many dimensions per operand layout of a [`Pattern`].
+pub const MAX_PAT_DIMS: usize = 4;
+
+/// An address pattern (`.pat N a=[(COUNT,STRIDE),...] ...`): for each operand it names, where
+/// that operand's elements (VPU) or rows (`mxu.matmul`'s `src`) lie. Operands it does not name
+/// keep their default layout.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pattern {
+    /// Operand field name and its layout, in the order written.
+    pub operands: Vec<(String, Layout)>,
+}
+
+impl Pattern {
+    /// What is wrong with the pattern on its own (`None`: nothing).
+    pub fn check(&self) -> Option<String> {
+        if self.operands.is_empty() {
+            return Some("a pattern names at least one operand".into());
+        }
+        for (i, (f, l)) in self.operands.iter().enumerate() {
+            if self.operands[..i].iter().any(|(g, _)| g == f) {
+                return Some(format!("operand `{f}` is named twice"));
+            }
+            if l.dims.is_empty() || l.dims.len() > MAX_PAT_DIMS {
+                return Some(format!(
+                    "operand `{f}`: {} dimensions, expected 1 to {MAX_PAT_DIMS}",
+                    l.dims.len()
+                ));
+            }
+            if l.dims.iter().any(|d| d.count == 0) {
+                return Some(format!("operand `{f}`: every count must be >= 1"));
+            }
+        }
+        None
+    }
+
+    /// What is wrong with instruction `inst` using this pattern (`None`: nothing): every
+    /// operand it names must be one of the instruction's element or row operands.
+    pub fn check_use(&self, inst: &Inst) -> Option<String> {
+        let uses = inst.operand_uses();
+        for (f, _) in &self.operands {
+            match uses.iter().find(|u| u.field == f) {
+                Some(u)
+                    if matches!(
+                        u.extent,
+                        crate::roles::Extent::Elems(_) | crate::roles::Extent::Rows { .. }
+                    ) => {}
+                _ => {
+                    return Some(format!(
+                        "pattern names operand `{f}`, which `{}` has no element layout for",
+                        inst.mnemonic()
+                    ))
+                }
+            }
+        }
+        None
+    }
+
+    /// Text form after `.pat N`: `a=[(8,4),(16,0)] b=[(128,4)]`.
+    pub fn text(&self) -> String {
+        self.operands
+            .iter()
+            .map(|(f, l)| {
+                let d: Vec<String> = l
+                    .dims
+                    .iter()
+                    .map(|d| format!("({},{})", d.count, d.stride))
+                    .collect();
+                format!("{f}=[{}]", d.join(","))
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Parses [`Pattern::text`] (whitespace inside brackets allowed); checks it.
+    pub fn parse(spec: &str) -> Result<Pattern, String> {
+        let owned: String = spec.split_whitespace().collect();
+        let mut rest: &str = &owned;
+        let mut p = Pattern::default();
+        while !rest.is_empty() {
+            let (field, after) = rest
+                .split_once("=[")
+                .ok_or("expected OPERAND=[(COUNT,STRIDE),...]")?;
+            if field.is_empty() || !field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!("expected an operand name, got `{field}`"));
+            }
+            let (inner, tail) = after
+                .split_once(']')
+                .ok_or("expected `]` closing the dimension list")?;
+            let mut dims = Vec::new();
+            for t in inner.split("),") {
+                let t = t.trim_start_matches('(').trim_end_matches(')');
+                let v: Vec<&str> = t.split(',').collect();
+                if v.len() != 2 {
+                    return Err(format!("dimension `({t})` needs 2 numbers: count, stride"));
+                }
+                let count = u32::try_from(crate::parse_int(v[0])?)
+                    .map_err(|_| format!("count `{}` out of range", v[0]))?;
+                let stride = u64::try_from(crate::parse_int(v[1])?)
+                    .map_err(|_| format!("stride `{}` out of range (0 to 2^64-1)", v[1]))?;
+                dims.push(PatDim { count, stride });
+            }
+            p.operands.push((field.to_string(), Layout { dims }));
+            rest = tail.trim_start_matches(',');
+        }
+        if let Some(why) = p.check() {
+            return Err(why);
+        }
+        Ok(p)
+    }
+
+    /// The layout of operand `field`, if the pattern names it.
+    pub fn layout(&self, field: &str) -> Option<&Layout> {
+        self.operands
+            .iter()
+            .find(|(f, _)| f == field)
+            .map(|(_, l)| l)
+    }
+}
+
+/// One dimension of a [`Layout`]: `count` indices, `stride` bytes apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PatDim {
+    /// Indices along this dimension (at least 1).
+    pub count: u32,
+    /// Bytes between consecutive indices (0: the same bytes repeat — a broadcast).
+    pub stride: u64,
+}
+
+/// Where index `i` of an operand lies: `dims` innermost first; with `P_j` the product of the
+/// counts inside dimension `j`, index `i` is at byte offset `Σ_j ((i / P_j) mod count_j) ·
+/// stride_j` from the operand's address (the outermost dimension wraps too). Examples, for
+/// 4-byte elements: contiguous `[(n,4)]`; a scalar broadcast `[(n,0)]`; a row of 8 repeated
+/// `[(8,4),(R,0)]`; a column repeated along rows `[(8,0),(R,4)]`; rows of 8 in a 48-byte-wide
+/// matrix `[(8,4),(R,48)]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Dimensions, innermost first (1 to [`MAX_PAT_DIMS`]).
+    pub dims: Vec<PatDim>,
+}
+
+impl Layout {
+    /// Byte offset of index `i`.
+    pub fn offset(&self, i: u64) -> u64 {
+        let mut q = i;
+        let mut off = 0u64;
+        for d in &self.dims {
+            let c = d.count.max(1) as u64;
+            off = off.wrapping_add((q % c).wrapping_mul(d.stride));
+            q /= c;
+        }
+        off
+    }
+
+    /// How many of the indices `0 .. n` the hardware fetches: an index whose digit along a
+    /// zero-stride dimension is not 0 repeats an earlier index's bytes and is not fetched
+    /// again. (Exact for layouts whose non-zero strides do not alias.)
+    pub fn distinct(&self, n: u64) -> u64 {
+        // full[j]: fetched indices in one whole block of dimensions 0..j.
+        let mut full = vec![1u64; self.dims.len() + 1];
+        let mut size = vec![1u64; self.dims.len() + 1];
+        for (j, d) in self.dims.iter().enumerate() {
+            let c = d.count.max(1) as u64;
+            full[j + 1] = full[j].saturating_mul(if d.stride == 0 { 1 } else { c });
+            size[j + 1] = size[j].saturating_mul(c);
+        }
+        let top = self.dims.len();
+        // Whole periods of the outermost dimension, then the partial one digit by digit.
+        let periods = n / size[top].max(1);
+        let mut count = periods.saturating_mul(full[top]);
+        let mut r = n % size[top].max(1);
+        for j in (0..top).rev() {
+            let digit = r / size[j];
+            r %= size[j];
+            if self.dims[j].stride == 0 {
+                if digit > 0 {
+                    count += full[j];
+                    return count;
+                }
+            } else {
+                count += digit * full[j];
+            }
+        }
+        count
+    }
+
+    /// The bytes of indices `0 .. n`, each `unit` bytes long, from `base` in `space`: one
+    /// strided run per block of the innermost dimension (consecutive equal blocks merged; past
+    /// 4096 blocks, one run over the hull — conservative).
+    pub fn runs(&self, space: Space, base: u64, n: u64, unit: u64) -> Vec<crate::Access> {
+        use crate::Access;
+        if n == 0 || unit == 0 {
+            return Vec::new();
+        }
+        let d0 = self.dims.first().copied().unwrap_or(PatDim {
+            count: 1,
+            stride: unit,
+        });
+        let c0 = d0.count.max(1) as u64;
+        let blocks = n.div_ceil(c0);
+        if blocks > 4096 {
+            return vec![Access::runs(space, base, self.max_offset(n) + unit, 0, 1)];
+        }
+        let mut out: Vec<Access> = Vec::new();
+        for b in 0..blocks {
+            let cnt = c0.min(n - b * c0);
+            let a = Access::runs(space, base + self.offset(b * c0), unit, d0.stride, cnt);
+            if out.contains(&a) {
+                continue;
+            }
+            // Single runs at a constant spacing merge into one strided access.
+            if let Some(last) = out.last_mut() {
+                if a.rows == 1 && last.row_bytes == a.row_bytes && a.start > last.start {
+                    let gap = a.start - last.start;
+                    if last.rows == 1 && gap >= a.row_bytes {
+                        last.stride = gap;
+                        last.rows = 2;
+                        continue;
+                    }
+                    if last.rows > 1 && a.start == last.start + last.rows * last.stride {
+                        last.rows += 1;
+                        continue;
+                    }
+                }
+            }
+            out.push(a);
+        }
+        out
+    }
+
+    /// An upper bound of the offsets of indices `0 .. n` (the largest digit along each
+    /// dimension times its stride).
+    pub fn max_offset(&self, n: u64) -> u64 {
+        let mut off = 0u64;
+        let mut inner = 1u64;
+        for d in &self.dims {
+            let c = d.count.max(1) as u64;
+            let top = (c - 1).min(n.saturating_sub(1) / inner);
+            off = off.saturating_add(top.saturating_mul(d.stride));
+            inner = inner.saturating_mul(c);
+        }
+        off
     }
 }
 
@@ -458,13 +704,43 @@ impl Program {
                     ));
                 }
             });
-            if let Inst::DmaCopy { desc, .. } = inst {
-                if *desc as usize >= self.dma.len() {
+            if let Some(pat) = inst.pat() {
+                match self.pats.get(pat.0 as usize) {
+                    None => e.push(format!(
+                        "instruction {pc}: pattern {} does not exist ({} patterns)",
+                        pat.0,
+                        self.pats.len()
+                    )),
+                    Some(p) => {
+                        if let Some(why) = p.check_use(inst) {
+                            e.push(format!("instruction {pc}: {why}"));
+                        }
+                    }
+                }
+            }
+            if let Some(desc) = inst.dma_desc() {
+                if inst.is_indexed_dma()
+                    && self
+                        .dma
+                        .get(desc as usize)
+                        .is_some_and(|d| d.dims.len() != 1)
+                {
+                    e.push(format!(
+                        "instruction {pc}: `{}` needs a descriptor with exactly one dimension",
+                        inst.mnemonic()
+                    ));
+                }
+                if desc as usize >= self.dma.len() {
                     e.push(format!(
                         "instruction {pc}: DMA descriptor {desc} does not exist ({} descriptors)",
                         self.dma.len()
                     ));
                 }
+            }
+        }
+        for (i, p) in self.pats.iter().enumerate() {
+            if let Some(why) = p.check() {
+                e.push(format!("pattern {i}: {why}"));
             }
         }
         for (i, d) in self.dma.iter().enumerate() {
@@ -669,12 +945,48 @@ pub fn arbitrary_program() -> proptest::strategy::BoxedStrategy<Program> {
             0..4,
         ),
     )
-        .prop_map(|(mut code, dma, data, mut regions, syms, sems)| {
+        .prop_map(|(mut code, mut dma, data, mut regions, syms, sems)| {
             let n = code.len() as u32;
+            // A pattern per instruction that names one: its first element operand, laid out
+            // from the generated index's bits.
+            let mut pats: Vec<Pattern> = Vec::new();
+            for inst in code.iter_mut() {
+                let Some(pat) = inst.pat() else { continue };
+                let field = inst.operand_uses().first().map(|u| u.field.to_string());
+                let Some(field) = field else { continue };
+                let k = pat.0;
+                let dims = vec![
+                    PatDim {
+                        count: k % 7 + 1,
+                        stride: (k % 13) as u64,
+                    },
+                    PatDim {
+                        count: k % 5 + 1,
+                        stride: (k % 3) as u64 * 64,
+                    },
+                ];
+                pats.push(Pattern {
+                    operands: vec![(field, Layout { dims })],
+                });
+                let idx = crate::operand::Pat(pats.len() as u32 - 1);
+                inst.set_pat(Some(idx));
+            }
             for inst in code.iter_mut() {
                 inst.for_each_target(&mut |t| t.0 %= n);
                 if let Inst::DmaCopy { desc, .. } = inst {
                     *desc %= dma.len() as u32;
+                }
+                // Indexed copies need a one-dimensional descriptor: one of their own.
+                if let Inst::DmaGather { desc, .. } | Inst::DmaScatter { desc, .. } = inst {
+                    dma.push(DmaDesc {
+                        len: *desc % 64 + 1,
+                        dims: vec![DmaDim {
+                            count: *desc % 9 + 1,
+                            src_stride: 64,
+                            dst_stride: 128,
+                        }],
+                    });
+                    *desc = dma.len() as u32 - 1;
                 }
             }
             regions.sort_by(|a, b| a.name.cmp(&b.name));
@@ -719,6 +1031,7 @@ pub fn arbitrary_program() -> proptest::strategy::BoxedStrategy<Program> {
                 code,
                 data,
                 dma,
+                pats,
                 regions,
                 symbols,
                 sems,

@@ -141,6 +141,8 @@ pub struct Chip {
     pub halted: usize,
     /// Every MXU operation with its operands, when asked for ([`crate::System::record_mxu`]).
     pub mxu_log: Option<Vec<MxuRecord>>,
+    /// Log every HBM and VMEM access from the program's start ([`crate::System::log_accesses`]).
+    pub log_accesses: bool,
     /// Instructions in flight, for race detection (`None`: not checked).
     pub races: Option<crate::race::RaceTracker>,
     /// Semaphores shared by the cores (`.sem semN shared`); the others live in each core.
@@ -263,6 +265,7 @@ impl Chip {
             st,
             halted: 0,
             mxu_log: None,
+            log_accesses: false,
             races: Some(crate::race::RaceTracker::default()),
             shared_sems: [0; 32],
             sem_shared: 0,
@@ -431,6 +434,13 @@ impl Chip {
                     Space::Vmem => self.cores[c].vmem.write(seg.addr, &seg.bytes),
                 };
                 r.map_err(|e| SimError::Input(format!("data segment: {e}")))?;
+            }
+        }
+        // Access logs (tests) start with the program, after its data segments.
+        if self.log_accesses {
+            self.hbm.log_accesses();
+            for c in &mut self.cores {
+                c.vmem.log_accesses();
             }
         }
         for c in 0..self.cores.len() {

@@ -28,12 +28,24 @@ impl Chip {
         cmd: &Cmd,
         signal: Option<u8>,
     ) -> Result<Started, SimError> {
-        let Inst::DmaCopy { dst, src, desc, .. } = cmd.inst else {
-            unreachable!()
+        let (dst, src, desc) = match cmd.inst {
+            Inst::DmaCopy { dst, src, desc, .. }
+            | Inst::DmaGather { dst, src, desc, .. }
+            | Inst::DmaScatter { dst, src, desc, .. } => (dst, src, desc),
+            _ => unreachable!("not a DMA instruction"),
         };
         let d = &env.prog.program.dma[desc as usize];
-        let bytes = d.total_bytes();
         let len = d.len as u64;
+        // The chunks: the descriptor's, or an indexed copy's rows (the index table is read
+        // from VMEM when the copy starts; rows whose index is at or past `s[lim]` are dropped).
+        let indexed = if cmd.inst.is_indexed_dma() {
+            Some(self.indexed_rows(env, c, cmd, d)?)
+        } else {
+            None
+        };
+        let bytes = indexed
+            .as_ref()
+            .map_or_else(|| d.total_bytes(), |v| v.len() as u64 * len);
         // The copy's effect happens here, chunk by chunk; one that cannot end before the cycle
         // limit (at most dma.bytes_per_cycle per cycle) would only burn time: stop now.
         let fastest = (bytes as f64 / env.p.dma_bpc).ceil() as u64;
@@ -69,7 +81,11 @@ impl Chip {
                 hbm_dst += bursts(r.1 as u64, r.2);
             }
         };
-        for (so, dof) in d.chunk_offsets() {
+        let offsets: Box<dyn Iterator<Item = (i64, i64)>> = match indexed {
+            Some(v) => Box::new(v.into_iter()),
+            None => Box::new(d.chunk_offsets()),
+        };
+        for (so, dof) in offsets {
             let sa = cmd.a[1] as i64 + so;
             let da = cmd.a[0] as i64 + dof;
             run = match run {
@@ -152,6 +168,47 @@ impl Chip {
             done: None,
             front_free: now,
         })
+    }
+
+    /// The `(src, dst)` offsets of an indexed copy's rows (`dma.gather`: the source row is
+    /// the index; `dma.scatter`: the destination row), in row order, dropping rows whose
+    /// index is at or past `s[lim]`.
+    fn indexed_rows(
+        &self,
+        env: &Env<'_>,
+        c: usize,
+        cmd: &Cmd,
+        d: &isa::DmaDesc,
+    ) -> Result<Vec<(i64, i64)>, SimError> {
+        let [dim] = d.dims[..] else {
+            return Err(self.cmd_err(
+                env,
+                c,
+                cmd,
+                "an indexed copy needs a descriptor with exactly one dimension",
+            ));
+        };
+        // Positional operands: dst, src, idx (the table's VMEM address), lim.
+        let (table, lim) = (cmd.a[2], cmd.a[3]);
+        let n = dim.count as u64;
+        let t = self.cores[c]
+            .vmem
+            .read_vec(table, 4 * n)
+            .map_err(|e| self.cmd_err(env, c, cmd, format!("index table: {e}")))?;
+        let gather = matches!(cmd.inst, Inst::DmaGather { .. });
+        let mut out = Vec::with_capacity(n as usize);
+        for (i, b) in t.chunks_exact(4).enumerate() {
+            let k = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
+            if k >= lim {
+                continue;
+            }
+            let (rs, rd) = if gather { (k, i as u64) } else { (i as u64, k) };
+            out.push((
+                (rs as i64).wrapping_mul(dim.src_stride),
+                (rd as i64).wrapping_mul(dim.dst_stride),
+            ));
+        }
+        Ok(out)
     }
 
     /// A transfer enters its data phase: its HBM bytes join the HBM link; its VMEM bytes are

@@ -97,6 +97,9 @@ pub struct Memory {
     cap: u64,
     pages: HashMap<u64, Box<[u8]>>,
     pool: Pool,
+    /// Every read and write `(addr, len, write)` since logging was turned on (tests compare
+    /// it with the accesses the ISA table derives).
+    log: Option<std::sync::Mutex<Vec<(u64, u64, bool)>>>,
 }
 
 impl Drop for Memory {
@@ -119,6 +122,28 @@ impl Memory {
             cap,
             pages: HashMap::new(),
             pool,
+            log: None,
+        }
+    }
+
+    /// Starts (or restarts, empty) the access log.
+    pub fn log_accesses(&mut self) {
+        self.log = Some(Default::default());
+    }
+
+    /// The accesses logged since [`Memory::log_accesses`]: `(addr, len, written)`.
+    pub fn access_log(&self) -> Vec<(u64, u64, bool)> {
+        self.log
+            .as_ref()
+            .map(|l| l.lock().expect("log").clone())
+            .unwrap_or_default()
+    }
+
+    fn note(&self, addr: u64, len: u64, write: bool) {
+        if let Some(l) = &self.log {
+            if len > 0 {
+                l.lock().expect("log").push((addr, len, write));
+            }
         }
     }
 
@@ -149,6 +174,7 @@ impl Memory {
     /// Reads `out.len()` bytes from `addr`.
     pub fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
         self.check(addr, out.len() as u64)?;
+        self.note(addr, out.len() as u64, false);
         let mut done = 0usize;
         while done < out.len() {
             let a = addr + done as u64;
@@ -183,6 +209,7 @@ impl Memory {
     /// Writes `data` at `addr`.
     pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemError> {
         self.check(addr, data.len() as u64)?;
+        self.note(addr, data.len() as u64, true);
         let mut done = 0usize;
         while done < data.len() {
             let a = addr + done as u64;

@@ -82,6 +82,8 @@ pub struct Params {
     pub host_latency: u64,
     /// Chips per ICI dimension (`ici.dims`; chip `id = x0 + d0·(x1 + d1·x2)`).
     pub ici_dims: Vec<u32>,
+    /// One ICI link's bandwidth, bytes per cycle (the rate an ICI transfer's VMEM side books).
+    pub ici_link_bpc: f64,
 }
 
 impl Params {
@@ -126,6 +128,7 @@ impl Params {
             host_bpc: a.bytes_per_cycle(a.host.gbps),
             host_latency: a.cycles_from_ns(a.host.latency_ns),
             ici_dims: a.ici.dims.clone(),
+            ici_link_bpc: a.bytes_per_cycle(a.ici.gbps_per_link),
         }
     }
 

@@ -15,7 +15,7 @@
 use isa::{Access, Space};
 
 /// Largest number of strided runs one DMA operand is expanded into for checking.
-pub const MAX_RUNS: u64 = 4096;
+pub const MAX_RUNS: u64 = isa::roles::MAX_RUNS;
 
 /// One memory operand of an instruction.
 #[derive(Clone, Debug)]
@@ -122,44 +122,7 @@ impl RaceTracker {
     }
 }
 
-/// The accesses of a DMA descriptor's side starting at `base` in `space`: one strided run set
-/// per combination of the outer dimensions beyond the first (`None` if more than
-/// [`MAX_RUNS`] runs, which is not checked).
-pub fn dma_side(space: Space, base: u64, desc: &isa::DmaDesc, src: bool) -> Option<Vec<Access>> {
-    let len = desc.len as u64;
-    let stride_of = |d: &isa::DmaDim| if src { d.src_stride } else { d.dst_stride };
-    let (rows, stride) = match desc.dims.first() {
-        Some(d) if stride_of(d) >= 0 => (d.count as u64, stride_of(d) as u64),
-        Some(_) => return None,
-        None => (1, len),
-    };
-    let outer: Vec<&isa::DmaDim> = desc.dims.iter().skip(1).collect();
-    let groups: u64 = outer.iter().map(|d| d.count as u64).product();
-    if groups.saturating_mul(rows.max(1)) > MAX_RUNS * 1024 || groups > MAX_RUNS {
-        return None;
-    }
-    let mut out = Vec::new();
-    let mut idx = vec![0u64; outer.len()];
-    for _ in 0..groups {
-        let mut off: i64 = 0;
-        for (d, &i) in outer.iter().zip(&idx) {
-            off += i as i64 * stride_of(d);
-        }
-        let start = base as i64 + off;
-        if start < 0 {
-            return None;
-        }
-        out.push(Access::runs(space, start as u64, len, stride, rows));
-        for (k, d) in outer.iter().enumerate() {
-            idx[k] += 1;
-            if idx[k] < d.count as u64 {
-                break;
-            }
-            idx[k] = 0;
-        }
-    }
-    Some(out)
-}
+pub use isa::roles::dma_side;
 
 /// A vector clock over the threads of one chip (missing trailing entries are 0).
 pub type Clock = Vec<u32>;

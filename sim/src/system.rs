@@ -598,6 +598,15 @@ impl System {
         self.chip(chip).and_then(|c| c.mxu_log.as_deref())
     }
 
+    /// Logs every HBM and VMEM read and write from the program's start (after its data
+    /// segments); read the logs with [`Memory::access_log`] on [`System::vmem`] and
+    /// [`System::hbm`] after the run.
+    pub fn log_accesses(&mut self) {
+        for l in &mut self.lanes {
+            l.chip.log_accesses = true;
+        }
+    }
+
     /// VMEM of a core.
     pub fn vmem(&self, chip: usize, core: usize) -> Option<&Memory> {
         self.core(chip, core).map(|c| &c.vmem)

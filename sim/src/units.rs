@@ -27,7 +27,7 @@ use isa::{Inst, Space};
 /// The unit index (within a core) that executes a unit instruction.
 pub fn unit_of(inst: &Inst, p: &Params) -> Result<usize, String> {
     Ok(match *inst {
-        Inst::DmaCopy { .. } => DMA,
+        Inst::DmaCopy { .. } | Inst::DmaGather { .. } | Inst::DmaScatter { .. } => DMA,
         Inst::Infeed { .. } => INFEED,
         Inst::Outfeed { .. } => OUTFEED,
         Inst::MxuLdw { mxu, .. } | Inst::MxuMatmul { mxu, .. } | Inst::MxuSt { mxu, .. } => {
@@ -45,58 +45,36 @@ pub fn unit_of(inst: &Inst, p: &Params) -> Result<usize, String> {
     })
 }
 
-fn addr(regs: &[u64; 32], base: isa::SReg, off: i64) -> Result<u64, String> {
-    let a = (regs[base.0 as usize] as i64).wrapping_add(off);
-    u64::try_from(a).map_err(|_| format!("negative address {a}"))
+/// Reads the register operands of a unit instruction at dispatch: one value per positional
+/// operand in the table's order (memory operands' addresses, accumulator rows, registers'
+/// values), as `isa::Inst::resolve` derives it from the table.
+pub fn resolve(regs: &[u64; 32], inst: &Inst) -> Result<[u64; 4], String> {
+    inst.resolve(regs)
 }
 
-/// Reads the register operands of a unit instruction at dispatch: addresses in operand order
-/// (`dst`, then sources; MXU: `src`/`dst`, then the accumulator row; `vpu.splat`: the value).
-pub fn resolve(regs: &[u64; 32], inst: &Inst) -> Result<[u64; 4], String> {
-    let mut a = [0u64; 4];
-    match *inst {
-        Inst::DmaCopy { dst, src, .. } => {
-            a[0] = addr(regs, dst.base, dst.off)?;
-            a[1] = addr(regs, src.base, src.off)?;
-        }
-        Inst::Infeed { dst: m, .. } | Inst::Outfeed { src: m, .. } => {
-            a[0] = addr(regs, m.base, m.off)?
-        }
-        Inst::IciSend { peer, src: m, .. } | Inst::IciRecv { peer, dst: m, .. } => {
-            a[0] = addr(regs, m.base, m.off)?;
-            a[1] = regs[peer.0 as usize];
-        }
-        Inst::MxuLdw { src, .. } => a[0] = addr(regs, src.base, src.off as i64)?,
-        Inst::MxuMatmul { src: v, acc, .. } | Inst::MxuSt { dst: v, acc, .. } => {
-            a[0] = addr(regs, v.base, v.off as i64)?;
-            a[1] = addr(regs, acc.base, acc.off as i64)?;
-        }
-        Inst::VSplat { dst, src, .. } => {
-            a[0] = addr(regs, dst.base, dst.off as i64)?;
-            a[1] = regs[src.0 as usize];
-        }
-        Inst::VScatter {
-            dst,
-            a: x,
-            idx,
-            lim,
-            ..
-        } => {
-            a[0] = addr(regs, dst.base, dst.off as i64)?;
-            a[1] = addr(regs, x.base, x.off as i64)?;
-            a[2] = addr(regs, idx.base, idx.off as i64)?;
-            a[3] = regs[lim.0 as usize];
-        }
-        _ => {
-            let v = crate::vpu::vaddrs(inst);
-            for (i, x) in v.iter().enumerate() {
-                if let Some(x) = x {
-                    a[i] = addr(regs, x.base, x.off as i64)?;
-                }
-            }
-        }
+/// What the derived accesses need beyond the instruction: the program's descriptors and
+/// patterns, and (functional runs) the contents of an index table in this core's VMEM.
+pub(crate) struct Ctx<'a> {
+    pub prog: &'a isa::Program,
+    pub vmem: Option<&'a crate::memory::Memory>,
+}
+
+impl isa::AccessCtx for Ctx<'_> {
+    fn dma_desc(&self, d: u32) -> Option<&isa::DmaDesc> {
+        self.prog.dma.get(d as usize)
     }
-    Ok(a)
+    fn pattern(&self, p: u32) -> Option<&isa::Pattern> {
+        self.prog.pats.get(p as usize)
+    }
+    fn indices(&self, table: u64, n: u64) -> Option<Vec<u64>> {
+        // One read of the table, not one per element.
+        let t = self.vmem?.read_vec(table, 4 * n).ok()?;
+        Some(
+            t.chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64)
+                .collect(),
+        )
+    }
 }
 
 /// When a started command runs: stall until `start`, busy `[start, busy_end)`, results visible
@@ -303,111 +281,40 @@ impl Chip {
         Ok(())
     }
 
-    /// The memory operands of a unit instruction, for race detection.
+    /// The memory operands of a unit instruction, for race detection: the accesses the ISA
+    /// table's operand roles derive (`isa::Inst::accesses`). A gathered operand's bytes are
+    /// the ones its index table names (functional runs read it; timing-only runs cannot, and
+    /// do not check it).
     fn touches(&self, env: &Env<'_>, c: usize, cmd: &Cmd) -> Vec<crate::race::Touch> {
-        use crate::race::Touch;
-        use isa::Access;
-        let a = cmd.a;
-        let rows = |start: u64, row: u64, stride: u64, n: u64| {
-            Access::runs(isa::Space::Vmem, start, row, stride, n)
+        let ctx = Ctx {
+            prog: &env.prog.program,
+            vmem: env.functional.then_some(&self.cores[c].vmem),
         };
-        let mut t = Vec::new();
-        match cmd.inst {
-            Inst::DmaCopy { dst, src, desc, .. } => {
-                let d = &env.prog.program.dma[desc as usize];
-                if let Some(v) = crate::race::dma_side(src.space, a[1], d, true) {
-                    t.extend(v.into_iter().map(|acc| Touch { acc, write: false }));
-                }
-                if let Some(v) = crate::race::dma_side(dst.space, a[0], d, false) {
-                    t.extend(v.into_iter().map(|acc| Touch { acc, write: true }));
-                }
-            }
-            Inst::MxuLdw {
-                k, n, stride, mode, ..
-            } => t.push(Touch {
-                acc: rows(a[0], n as u64 * mode.bytes(), stride as u64, k as u64),
-                write: false,
-            }),
-            Inst::MxuMatmul {
-                m, k, stride, mode, ..
-            } => t.push(Touch {
-                acc: rows(a[0], k as u64 * mode.bytes(), stride as u64, m as u64),
-                write: false,
-            }),
-            Inst::MxuSt { m, n, stride, .. } => t.push(Touch {
-                acc: rows(a[0], 4 * n as u64, stride as u64, m as u64),
-                write: true,
-            }),
-            Inst::Infeed { dst, len, .. } => t.push(Touch {
-                acc: Access {
-                    space: dst.space,
-                    ..Access::vmem(a[0], len as u64)
-                },
-                write: true,
-            }),
-            Inst::Outfeed { src, len, .. } => t.push(Touch {
-                acc: Access {
-                    space: src.space,
-                    ..Access::vmem(a[0], len as u64)
-                },
-                write: false,
-            }),
-            Inst::IciSend { src: m, len, .. } | Inst::IciRecv { dst: m, len, .. } => {
-                t.push(Touch {
-                    acc: Access {
-                        space: m.space,
-                        ..Access::vmem(a[0], len as u64)
-                    },
-                    write: matches!(cmd.inst, Inst::IciRecv { .. }),
-                })
-            }
-            // Moves no data.
-            Inst::IciModel { .. } => {}
-            _ => {
-                let sh = crate::vpu::shape(cmd, env.p.vmem_bytes);
-                let gather = matches!(cmd.inst, Inst::VGather { .. });
-                if sh.dst.1 > sh.dst.0 {
-                    t.push(Touch {
-                        acc: Access::vmem(sh.dst.0, sh.dst.1 - sh.dst.0),
-                        write: true,
-                    });
-                }
-                for (i, s) in sh.srcs.iter().enumerate() {
-                    if s.1 <= s.0 {
-                        continue;
-                    }
-                    if gather && i == 0 {
-                        // The gathered source: the bytes the index table names (functional
-                        // runs read it; timing-only runs cannot, and do not check it).
-                        if let Inst::VGather { n, t: ty, .. } = cmd.inst {
-                            if env.functional && n > 0 {
-                                // One read of the table, not one per element.
-                                let table = self.cores[c]
-                                    .vmem
-                                    .read_vec(a[2], 4 * n as u64)
-                                    .unwrap_or_default();
-                                let hi = table
-                                    .chunks_exact(4)
-                                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64)
-                                    .max();
-                                if let Some(hi) = hi {
-                                    t.push(Touch {
-                                        acc: Access::vmem(a[1], (hi + 1) * ty.bytes()),
-                                        write: false,
-                                    });
-                                }
-                            }
-                        }
-                        continue;
-                    }
-                    t.push(Touch {
-                        acc: Access::vmem(s.0, s.1 - s.0),
-                        write: false,
-                    });
-                }
-            }
-        }
-        t
+        cmd.inst
+            .accesses(&cmd.a, &ctx)
+            .into_iter()
+            .flat_map(|t| {
+                let write = t.use_.role.writes();
+                t.runs
+                    .into_iter()
+                    .map(move |acc| crate::race::Touch { acc, write })
+            })
+            .collect()
+    }
+
+    /// The VMEM bytes an instruction moves (the sum over its VMEM operands' derived
+    /// accesses): what it books on the core's VMEM port.
+    pub(crate) fn moved(&self, env: &Env<'_>, cmd: &Cmd) -> u64 {
+        let ctx = Ctx {
+            prog: &env.prog.program,
+            vmem: None,
+        };
+        cmd.inst
+            .accesses(&cmd.a, &ctx)
+            .iter()
+            .filter(|t| t.use_.space == Space::Vmem)
+            .map(|t| t.moved)
+            .sum()
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -420,11 +327,13 @@ impl Chip {
         rows: u64,
         cols_bytes: u64,
         stride: u64,
+        lay: Option<&isa::Layout>,
     ) -> Result<Vec<u8>, SimError> {
         let mut out = vec![0u8; (rows * cols_bytes) as usize];
         for r in 0..rows {
+            let off = lay.map_or(r * stride, |l| l.offset(r));
             let a = addr
-                .checked_add(r * stride)
+                .checked_add(off)
                 .ok_or_else(|| self.cmd_err(env, c, cmd, "address overflow"))?;
             self.cores[c]
                 .vmem
@@ -459,20 +368,43 @@ impl Chip {
         };
         match cmd.inst {
             Inst::MxuLdw {
-                k, n, stride, mode, ..
+                k,
+                n,
+                stride,
+                mode,
+                tr,
+                ..
             } => {
                 check_mode(mode).map_err(|m| self.cmd_err(env, c, cmd, m))?;
                 let bytes =
                     if env.functional && k >= 1 && n >= 1 && k as u64 <= r && n as u64 <= cols {
-                        Some(self.read_vmem(
+                        // A transposed load reads n rows of k elements (W^T) and hands the
+                        // array W's k rows of n: address generation only.
+                        let (rows, rc) = if tr.0 { (n, k) } else { (k, n) };
+                        let s = mode.bytes() as usize;
+                        let b = self.read_vmem(
                             env,
                             c,
                             cmd,
                             cmd.a[0],
-                            k as u64,
-                            n as u64 * mode.bytes(),
+                            rows as u64,
+                            rc as u64 * mode.bytes(),
                             stride as u64,
-                        )?)
+                            None,
+                        )?;
+                        Some(if tr.0 {
+                            let (k, n) = (k as usize, n as usize);
+                            let mut w = vec![0u8; b.len()];
+                            for i in 0..k {
+                                for j in 0..n {
+                                    let (d, x) = ((i * n + j) * s, (j * k + i) * s);
+                                    w[d..d + s].copy_from_slice(&b[x..x + s]);
+                                }
+                            }
+                            w
+                        } else {
+                            b
+                        })
                     } else {
                         None
                     };
@@ -490,10 +422,12 @@ impl Chip {
                         },
                     });
                 }
-                // VMEM: k rows of n elements, one row per cycle.
+                // VMEM: the tile's bytes (the operand's derived accesses), one weight row of n
+                // elements per cycle at most (transposed or not).
                 let s0 = self.cores[c].mxus[i].model.load_start(now);
                 let row = n as u64 * mode.bytes();
-                let end = self.cores[c].vmem_port.book(s0.get(), k as u64 * row, row);
+                let moved = self.moved(env, cmd);
+                let end = self.cores[c].vmem_port.book(s0.get(), moved, row);
                 let vmem_stall = (end - s0.get()).saturating_sub(r);
                 let mx = &mut self.cores[c].mxus[i];
                 let t = mx
@@ -530,6 +464,12 @@ impl Chip {
                 ..
             } => {
                 check_mode(mode).map_err(|m| self.cmd_err(env, c, cmd, m))?;
+                // Row r of X at A(src) + r·stride, or at its pattern's offset of r (conv rows).
+                let lay = cmd
+                    .inst
+                    .pat()
+                    .and_then(|p| env.prog.program.pats.get(p.0 as usize))
+                    .and_then(|p| p.layout("src"));
                 let bytes = if env.functional && m >= 1 && k >= 1 && k as u64 <= r {
                     Some(self.read_vmem(
                         env,
@@ -539,6 +479,7 @@ impl Chip {
                         m as u64,
                         k as u64 * mode.bytes(),
                         stride as u64,
+                        lay,
                     )?)
                 } else {
                     None
@@ -560,10 +501,12 @@ impl Chip {
                         },
                     });
                 }
-                // VMEM: m input rows of k elements, one row per cycle.
+                // VMEM: the input rows' bytes (derived accesses: a row a pattern repeats is
+                // fetched once), one row of k elements per cycle at most.
                 let t0 = self.cores[c].mxus[i].model.matmul_start(now);
                 let row = k as u64 * mode.bytes();
-                let end = self.cores[c].vmem_port.book(t0.get(), m as u64 * row, row);
+                let moved = self.moved(env, cmd);
+                let end = self.cores[c].vmem_port.book(t0.get(), moved, row);
                 let vmem_stall = (end - t0.get()).saturating_sub(m as u64);
                 let mx = &mut self.cores[c].mxus[i];
                 let t = mx
@@ -624,11 +567,10 @@ impl Chip {
                 let mx = &self.cores[c].mxus[i];
                 let start = now.max(mx.last_matmul_done).max(mx.st_free);
                 // VMEM: one accumulator row (4n bytes) per cycle at most.
-                let end = self.cores[c].vmem_port.book(
-                    start.get(),
-                    m as u64 * n as u64 * 4,
-                    n as u64 * 4,
-                );
+                let moved = self.moved(env, cmd);
+                let end = self.cores[c]
+                    .vmem_port
+                    .book(start.get(), moved, n as u64 * 4);
                 let vmem_stall = (end - start.get()).saturating_sub(m as u64);
                 let dur = vmem_stall + m as u64;
                 self.cores[c].mxus[i].st_free = start + dur;
@@ -686,7 +628,8 @@ impl Chip {
             Inst::IciRecv { dst, len, tag, .. } => (false, dst, len, tag),
             _ => unreachable!("not an ICI instruction"),
         };
-        let peer = cmd.a[1];
+        // Positional operands: `peer` (its register's value), then the memory operand.
+        let peer = cmd.a[0];
         if peer >= env.replicas as u64 {
             return Err(self.cmd_err(
                 env,
@@ -698,13 +641,19 @@ impl Chip {
                 ),
             ));
         }
-        let (a, len) = (cmd.a[0], len as u64);
+        let (a, len) = (cmd.a[1], len as u64);
         self.check_space(env, c, cmd, m.space, a, len)?;
         let data = if send && env.functional {
             self.read_space(env, c, cmd, m.space, a, len)?
         } else {
             Vec::new()
         };
+        // VMEM: the transfer's VMEM side streams at one link's rate from its post; it makes
+        // other requesters of the port wait, its own arrival is the fabric's (sim::ici).
+        if m.space == Space::Vmem {
+            let rate = env.p.ici_link_bpc.ceil() as u64;
+            self.cores[c].vmem_port.book(now.get(), len, rate);
+        }
         let u = MXU0 + env.p.mxus;
         let unit = &mut self.cores[c].units[u];
         unit.unreported_from = Some(unit.unreported_from.map_or(now, |x| x.min(now)));
@@ -768,8 +717,13 @@ impl Chip {
         unit.unreported_from = from;
         unit.tl.add(Kind::Busy, post.posted.get(), now.get());
         let inst = env.prog.code()[post.pc as usize];
-        // ICI transfers move VMEM bytes outside the core's VMEM port: none counted here.
-        self.trace(env, c, u, post.pc, &inst, (post.posted, now), (0, 0));
+        // The VMEM bytes were booked on the port at the post (start_ici).
+        let vmem = if post.space == Space::Vmem {
+            post.len
+        } else {
+            0
+        };
+        self.trace(env, c, u, post.pc, &inst, (post.posted, now), (0, vmem));
         self.complete(env, now, c, u, post.signal, post.race_id)?;
         let unit = &mut self.cores[c].units[u];
         let h = unit.horizon(now);

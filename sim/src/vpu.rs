@@ -16,13 +16,7 @@ use crate::elem::{self, read, write};
 use crate::error::SimError;
 use crate::units::Started;
 use crate::vpu_ops::{binary, compare, from_index, reduce_step, unary, BinOp, UnOp};
-use isa::{DType, Inst, VAddr};
-
-/// The VMEM operands (`VAddr`) of a VPU instruction in operand order (dst first), as the ISA
-/// table declares them (`Inst::vmem_operands`).
-pub fn vaddrs(inst: &Inst) -> [Option<VAddr>; 4] {
-    inst.vmem_operands().map(|o| o.map(|(v, _)| v))
-}
+use isa::{DType, Inst};
 
 fn bin_op(inst: &Inst) -> Option<(BinOp, u32, DType)> {
     use Inst::*;
@@ -94,95 +88,32 @@ pub(crate) struct Shape {
     flops: u64,
 }
 
-pub(crate) fn shape(cmd: &Cmd, vmem_cap: u64) -> Shape {
-    let a = cmd.a;
-    let r = |i: usize, len: u64| (a[i], a[i].saturating_add(len));
+/// The shape of a VPU op, derived from the ISA table's operand roles (`isa::Inst::accesses`):
+/// the element work is the largest operand's element count, the rate type the widest operand
+/// type, the bytes every operand moves (an element a pattern repeats is fetched once; a
+/// scatter reads and writes one destination element per update; a gather reads one source
+/// element per index), the written operand's hull and the read operands' hulls (a gathered
+/// source, whose bytes depend on data: all of VMEM).
+pub(crate) fn shape(cmd: &Cmd, prog: &isa::Program, vmem_cap: u64) -> Shape {
+    let ctx = crate::units::Ctx { prog, vmem: None };
     let inst = &cmd.inst;
-    let (elems, cost_t, dst, srcs) = if let Some((_, n, t)) = bin_op(inst) {
-        let b = n as u64 * t.bytes();
-        (n as u64, t, r(0, b), [r(1, b), r(2, b), (0, 0)])
-    } else if let Some((op, n, t)) = un_op(inst) {
-        let b = n as u64 * t.bytes();
-        let db = if op == UnOp::IsFinite { n as u64 } else { b };
-        (n as u64, t, r(0, db), [r(1, b), (0, 0), (0, 0)])
-    } else {
-        match *inst {
-            Inst::VCmp { n, t, .. } => {
-                let b = n as u64 * t.bytes();
-                (n as u64, t, r(0, n as u64), [r(1, b), r(2, b), (0, 0)])
-            }
-            Inst::VSelect { n, t, .. } => {
-                let b = n as u64 * t.bytes();
-                (n as u64, t, r(0, b), [r(1, n as u64), r(2, b), r(3, b)])
-            }
-            Inst::VCvt { n, to, from, .. } => {
-                let ct = if to.bytes() == 8 { to } else { from };
-                (
-                    n as u64,
-                    ct,
-                    r(0, n as u64 * to.bytes()),
-                    [r(1, n as u64 * from.bytes()), (0, 0), (0, 0)],
-                )
-            }
-            Inst::VSplat { n, t, .. } | Inst::VIota { n, t, .. } => {
-                (n as u64, t, r(0, n as u64 * t.bytes()), [(0, 0); 3])
-            }
-            Inst::VBcast { n, rows, t, .. } => {
-                let e = n as u64 * rows as u64;
-                (
-                    e,
-                    t,
-                    r(0, e * t.bytes()),
-                    [r(1, n as u64 * t.bytes()), (0, 0), (0, 0)],
-                )
-            }
-            Inst::VTranspose { rows, cols, t, .. } => {
-                let e = rows as u64 * cols as u64;
-                (
-                    e,
-                    t,
-                    r(0, e * t.bytes()),
-                    [r(1, e * t.bytes()), (0, 0), (0, 0)],
-                )
-            }
-            Inst::VReduce { rows, cols, t, .. } => {
-                let e = rows as u64 * cols as u64;
-                (
-                    e,
-                    t,
-                    r(0, rows as u64 * t.bytes()),
-                    [r(1, e * t.bytes()), (0, 0), (0, 0)],
-                )
-            }
-            Inst::VGather { n, t, .. } => (
-                n as u64,
-                t,
-                r(0, n as u64 * t.bytes()),
-                [(0, vmem_cap), r(2, n as u64 * 4), (0, 0)],
-            ),
-            // dst: the `s[lim]` elements it may touch (a[3] is the register's value).
-            Inst::VScatter { n, t, .. } => (
-                n as u64,
-                t,
-                r(0, a[3].saturating_mul(t.bytes())),
-                [r(1, n as u64 * t.bytes()), r(2, n as u64 * 4), (0, 0)],
-            ),
-            _ => unreachable!("not a VPU instruction"),
+    let (mut elems, mut cost_t, mut bytes) = (0u64, None::<DType>, 0u64);
+    let (mut dst, mut srcs, mut k) = ((0u64, 0u64), [(0u64, 0u64); 3], 0);
+    for t in inst.accesses(&cmd.a, &ctx) {
+        elems = elems.max(t.use_.extent.count());
+        if cost_t.is_none_or(|c| t.use_.elem.bytes() > c.bytes()) {
+            cost_t = Some(t.use_.elem);
         }
-    };
-    // A scatter reads and writes one destination element per update, not its whole range.
-    let mut bytes = if matches!(inst, Inst::VScatter { .. }) {
-        2 * elems * cost_t.bytes()
-    } else {
-        dst.1 - dst.0
-    };
-    for (i, s) in srcs.iter().enumerate() {
-        bytes += if matches!(inst, Inst::VGather { .. }) && i == 0 {
-            elems * cost_t.bytes()
-        } else {
-            s.1 - s.0
-        };
+        bytes += t.moved;
+        let hull = t.hull.unwrap_or((0, vmem_cap));
+        if t.use_.role.writes() {
+            dst = hull;
+        } else if k < srcs.len() {
+            srcs[k] = hull;
+            k += 1;
+        }
     }
+    let cost_t = cost_t.unwrap_or(DType::U8);
     let float_arith = cost_t.is_float()
         && (bin_op(inst).is_some()
             || matches!(un_op(inst), Some((op, _, _)) if op != UnOp::Mov)
@@ -195,6 +126,36 @@ pub(crate) fn shape(cmd: &Cmd, vmem_cap: u64) -> Shape {
         bytes,
         flops: if float_arith { elems } else { 0 },
     }
+}
+
+/// The layout a pattern gives operand `field` of `inst`, if any (`.pat`).
+fn layout<'a>(prog: &'a isa::Program, inst: &Inst, field: &str) -> Option<&'a isa::Layout> {
+    let p = inst.pat()?;
+    prog.pats.get(p.0 as usize)?.layout(field)
+}
+
+/// Reads `n` elements of `size` bytes of an operand at `addr`: contiguous, or at the offsets of
+/// its pattern layout.
+fn read_op(
+    vm: &crate::memory::Memory,
+    addr: u64,
+    n: u64,
+    size: u64,
+    lay: Option<&isa::Layout>,
+) -> Result<Vec<u8>, String> {
+    let Some(l) = lay else {
+        return vm.read_vec(addr, n * size).map_err(|e| e.to_string());
+    };
+    let mut out = vec![0u8; (n * size) as usize];
+    for i in 0..n {
+        let at = addr
+            .checked_add(l.offset(i))
+            .ok_or("pattern address overflow")?;
+        let k = (i * size) as usize;
+        vm.read(at, &mut out[k..k + size as usize])
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(out)
 }
 
 fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
@@ -210,7 +171,7 @@ impl Chip {
         cmd: &Cmd,
     ) -> Result<Started, SimError> {
         let p = env.p;
-        let sh = shape(cmd, p.vmem_bytes);
+        let sh = shape(cmd, &env.prog.program, p.vmem_bytes);
         let (class, pipe) = p.vpu_class(cmd.inst.timing()).expect("VPU timing class");
         let (b_elems, lat) = p.vpu_cost(class, sh.cost_t, sh.elems);
         let busy = if sh.elems == 0 { 0 } else { b_elems };
@@ -251,7 +212,7 @@ impl Chip {
         env.stats.add(v.elems, sh.elems);
         env.stats.add(v.flops, sh.flops);
         if env.functional {
-            self.exec_vpu(c, cmd)
+            self.exec_vpu(c, cmd, &env.prog.program)
                 .map_err(|m| self.cmd_err(env, c, cmd, m))?;
         } else {
             // timing only: still check the addresses
@@ -273,18 +234,23 @@ impl Chip {
     }
 
     /// Executes a VPU instruction on VMEM (functional mode).
-    fn exec_vpu(&mut self, c: usize, cmd: &Cmd) -> Result<(), String> {
+    fn exec_vpu(&mut self, c: usize, cmd: &Cmd, prog: &isa::Program) -> Result<(), String> {
         let vm = &mut self.cores[c].vmem;
         let a = cmd.a;
         let rd = |vm: &crate::memory::Memory, addr: u64, len: u64| {
             vm.read_vec(addr, len).map_err(|e| e.to_string())
         };
         let inst = &cmd.inst;
+        // Operand `field` at `addr`: `n` elements of type `t`, through its pattern if any.
+        let rdo = |vm: &crate::memory::Memory, field: &str, addr: u64, n: u64, t: DType| {
+            read_op(vm, addr, n, t.bytes(), layout(prog, inst, field))
+        };
         let out: Vec<u8>;
         if let Some((op, n, t)) = bin_op(inst) {
             let (n, s) = (n as usize, t.bytes());
-            let x = rd(vm, a[1], n as u64 * s)?;
-            let y = rd(vm, a[2], n as u64 * s)?;
+            let _ = s;
+            let x = rdo(vm, "a", a[1], n as u64, t)?;
+            let y = rdo(vm, "b", a[2], n as u64, t)?;
             let mut o = vec![0u8; x.len()];
             if t == DType::F32 && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
                 // Fast path, same results as `binary`: IEEE f32, canonical NaN.
@@ -327,7 +293,7 @@ impl Chip {
             out = o;
         } else if let Some((op, n, t)) = un_op(inst) {
             let n = n as usize;
-            let x = rd(vm, a[1], n as u64 * t.bytes())?;
+            let x = rdo(vm, "a", a[1], n as u64, t)?;
             let dt = if op == UnOp::IsFinite { DType::Pred } else { t };
             let mut o = vec![0u8; n * dt.bytes() as usize];
             for i in 0..n {
@@ -339,8 +305,8 @@ impl Chip {
             match *inst {
                 Inst::VCmp { n, t, cmp, .. } => {
                     let n = n as usize;
-                    let x = rd(vm, a[1], n as u64 * t.bytes())?;
-                    let y = rd(vm, a[2], n as u64 * t.bytes())?;
+                    let x = rdo(vm, "a", a[1], n as u64, t)?;
+                    let y = rdo(vm, "b", a[2], n as u64, t)?;
                     out = (0..n)
                         .map(|i| compare(cmp, t, read(t, &x, i), read(t, &y, i)) as u8)
                         .collect();
@@ -361,7 +327,7 @@ impl Chip {
                 }
                 Inst::VCvt { n, to, from, .. } => {
                     let n = n as usize;
-                    let x = rd(vm, a[1], n as u64 * from.bytes())?;
+                    let x = rdo(vm, "a", a[1], n as u64, from)?;
                     let mut o = vec![0u8; n * to.bytes() as usize];
                     for i in 0..n {
                         write(to, &mut o, i, elem::convert(to, from, read(from, &x, i)));
@@ -465,9 +431,29 @@ impl Chip {
                     }
                     out = o;
                 }
-                _ => unreachable!("not a VPU instruction"),
+                ref other => {
+                    return Err(format!("`{}` is not a VPU instruction", other.mnemonic()))
+                }
             }
         }
-        vm.write(a[0], &out).map_err(|e| e.to_string())
+        // The destination, through its pattern if any (an element written twice keeps the
+        // later value).
+        match layout(prog, inst, "dst") {
+            None => vm.write(a[0], &out).map_err(|e| e.to_string()),
+            Some(l) => {
+                let size = inst
+                    .operand_uses()
+                    .iter()
+                    .find(|u| u.field == "dst")
+                    .map_or(1, |u| u.elem.bytes()) as usize;
+                for (i, e) in out.chunks_exact(size).enumerate() {
+                    let at = a[0]
+                        .checked_add(l.offset(i as u64))
+                        .ok_or("pattern address overflow")?;
+                    vm.write(at, e).map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            }
+        }
     }
 }

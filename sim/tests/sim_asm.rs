@@ -647,3 +647,143 @@ fn two_stores_of_one_mxu_share_its_result_port() {
     assert_eq!(c1, done + d.st(8, 8));
     assert_eq!(c2, c1, "the second store waits for the port");
 }
+
+/// docs/timing.md, VMEM port: infeed and outfeed book their VMEM bytes too. A long VPU stream
+/// that takes the whole port holds back an infeed (which drains into VMEM at the port's full
+/// rate from `max(start, arrival − ⌈len / cap⌉)`) and an outfeed (at the link's rate `⌈bw⌉`
+/// from its start): each completes when the grants say, not when the host link alone would.
+#[test]
+fn infeed_and_outfeed_share_vmem_bandwidth() {
+    let a = mini();
+    let d = Doc::new(&a);
+    let alu = a.vpu.alu;
+    let n = 2048u64;
+    let busy = n.div_ceil(alu.elems_per_cycle as u64);
+    let vbytes = 3 * 4 * n;
+    let vrate = vbytes.div_ceil(busy);
+    assert!(
+        vrate >= d.vmem_bpc,
+        "test design: the VPU op takes the whole port"
+    );
+    let lat = (alu.latency as u64).max(1);
+    let vpu_done = |end: u64| end.saturating_sub(busy) + busy - 1 + lat; // the VPU starts at 0
+    let vpu = format!("    vpu.add [s0+0], [s0+8192], [s0+16384], n={n}, t=f32\n");
+    let len = 64u64;
+    let cap = d.vmem_bpc;
+    let run_t = |body: &str, infeed: Option<Vec<u8>>| {
+        let p = format!("{body}    halt\n");
+        let (sys, c1) = run(&p, &a, true, infeed.clone());
+        let (_, c2) = run(&p, &a, false, infeed);
+        assert_eq!(c1, c2, "functional and timing-only agree");
+        (sys, c1)
+    };
+    // Infeed (dispatched at 1, after the VPU op at 0): its bytes have arrived at
+    // L_host + ⌈len / bw⌉; it books from max(1, arrival − ⌈len / cap⌉) at cap.
+    let arrival = d.host_lat + (len as f64 / d.host_bpc).ceil() as u64;
+    let body = format!("{vpu}    infeed vmem[s0+24576], len={len}\n");
+    let (sys, both) = run_t(&body, Some(vec![5; len as usize]));
+    let from = 1u64.max(arrival - len.div_ceil(cap));
+    let e = vmem_grants(cap, &[(0, vbytes, vrate), (from, len, cap)]);
+    let infeed_done = arrival.max(2).max(e[1]);
+    assert_eq!(both, vpu_done(e[0]).max(infeed_done));
+    assert!(infeed_done > arrival, "the infeed waited for the port");
+    assert_eq!(
+        sys.vmem(0, 0).unwrap().read_vec(24576, len).unwrap(),
+        vec![5; len as usize]
+    );
+    let (_, alone) = run_t(
+        &format!("    infeed vmem[s0+24576], len={len}\n"),
+        Some(vec![5; 64]),
+    );
+    assert_eq!(alone, arrival.max(1));
+    // Outfeed (dispatched at 1): the link is busy ⌈len / bw⌉ cycles, the port grants its
+    // bytes at ⌈bw⌉ per cycle after the VPU's; it completes L_host after the later.
+    let body = format!("{vpu}    outfeed vmem[s0+25600], len={len}\n");
+    let (_, both) = run_t(&body, None);
+    let xfer = (len as f64 / d.host_bpc).ceil() as u64;
+    let e = vmem_grants(
+        cap,
+        &[(0, vbytes, vrate), (1, len, d.host_bpc.ceil() as u64)],
+    );
+    let out_done = (1 + xfer).max(e[1]) + d.host_lat;
+    assert_eq!(both, vpu_done(e[0]).max(out_done));
+    assert!(
+        out_done > 1 + xfer + d.host_lat,
+        "the outfeed waited for the port"
+    );
+}
+
+/// docs/isa.md `dma.gather` / `dma.scatter`: rows by an index list, rows whose index is at or
+/// past `s[lim]` dropped (their destination untouched), a row named twice keeps the later one;
+/// docs/timing.md: an indexed copy costs as a copy of the rows it moves, bursts counted per
+/// row: `setup + L_hbm + max(⌈hbm bytes / min(engine, hbm)⌉, runs · chunk_cycles)`.
+#[test]
+fn indexed_dma_gathers_and_scatters_rows_by_an_index_list() {
+    let a = mini();
+    let d = Doc::new(&a);
+    let burst = a.hbm.burst_bytes;
+    let chunk = a.dma.chunk_cycles as u64;
+    let (len, pitch) = (8u64, 64u64);
+    // HBM rows: row k = [10k, 10k+1, ...] at k·64.
+    let mut hbm = vec![0u8; 16 * pitch as usize];
+    for k in 0..16 {
+        for j in 0..len as usize {
+            hbm[k * pitch as usize + j] = (10 * k + j) as u8;
+        }
+    }
+    let idx: Vec<u32> = vec![3, 0, 7, 9, 2];
+    let table: Vec<u8> = idx.iter().flat_map(|k| k.to_le_bytes()).collect();
+    let gather = format!(
+        ".dma 0 len={len} dims=[(5,{pitch},{len})]\n\
+         .data hbm 0 {}\n.data vmem 4096 {}\n.data vmem 1024 {}\n\
+         s.li s1, 1024\ns.li s5, 8\ns.li s2, 4096\n\
+         dma.gather vmem[s1], hbm[s0], s2, s5, desc=0\nhalt\n",
+        hex(&hbm),
+        hex(&table),
+        hex(&[0xee; 40])
+    );
+    let cycles = |p: &str| {
+        let (sys, c1) = run(p, &a, true, None);
+        let (_, c2) = run(p, &a, false, None);
+        assert_eq!(c1, c2, "functional and timing-only agree");
+        (sys, c1)
+    };
+    let (sys, c) = cycles(&gather);
+    let got = sys.vmem(0, 0).unwrap().read_vec(1024, 5 * len).unwrap();
+    for (i, &k) in idx.iter().enumerate() {
+        let row = &got[i * len as usize..(i + 1) * len as usize];
+        if k < 8 {
+            let want: Vec<u8> = (0..len as usize)
+                .map(|j| (10 * k as usize + j) as u8)
+                .collect();
+            assert_eq!(row, &want[..], "row {i} = source row {k}");
+        } else {
+            assert_eq!(row, &[0xee; 8], "row {i} (index {k} >= lim) untouched");
+        }
+    }
+    // Four rows moved, each its own run of one aligned burst; dispatched after three s.li.
+    let rate = d.dma_bpc.min(d.hbm_bpc);
+    let runs = 4u64;
+    let hbm_bytes = runs * len.div_ceil(burst) * burst;
+    let phase = ((hbm_bytes as f64 / rate).ceil() as u64).max(runs * chunk);
+    assert_eq!(c, 3 * d.scalar + d.dma_setup + d.hbm_lat + phase);
+    // Scatter VMEM rows into HBM rows: indices 1, 4, 1 (later wins), 12 (dropped).
+    let idx: Vec<u32> = vec![1, 4, 1, 12];
+    let table: Vec<u8> = idx.iter().flat_map(|k| k.to_le_bytes()).collect();
+    let src: Vec<u8> = (0..4 * len as u8).collect();
+    let scatter = format!(
+        ".dma 0 len={len} dims=[(4,{len},{pitch})]\n\
+         .data vmem 4096 {}\n.data vmem 0 {}\n\
+         s.li s5, 8\ns.li s2, 4096\ns.li s1, 0\n\
+         dma.scatter hbm[s1], vmem[s0], s2, s5, desc=0\nhalt\n",
+        hex(&table),
+        hex(&src)
+    );
+    let (sys, _) = cycles(&scatter);
+    let h = sys.hbm(0).unwrap().read_vec(0, 16 * pitch).unwrap();
+    let row = |k: usize| h[k * pitch as usize..k * pitch as usize + len as usize].to_vec();
+    assert_eq!(row(1), src[16..24].to_vec(), "row 1 keeps the later update");
+    assert_eq!(row(4), src[8..16].to_vec());
+    assert_eq!(row(12), vec![0; 8], "index 12 >= lim dropped");
+    assert_eq!(row(0), vec![0; 8]);
+}

@@ -93,6 +93,7 @@ impl Lowerer<'_> {
             a: s[0],
             n,
             t,
+            pat: None,
             wait: None,
             signal: None,
         });
@@ -174,6 +175,7 @@ impl Lowerer<'_> {
                 n,
                 t,
                 cmp,
+                pat: None,
                 wait: None,
                 signal: None,
             });
@@ -189,6 +191,7 @@ impl Lowerer<'_> {
             n,
             t,
             cmp,
+            pat: None,
             wait: None,
             signal: None,
         });
@@ -252,6 +255,7 @@ impl Lowerer<'_> {
             a: s[0],
             n,
             t,
+            pat: None,
             wait: None,
             signal: None,
         });

@@ -637,6 +637,7 @@ impl Lowerer<'_> {
                     a: rt,
                     n: k,
                     t,
+                    pat: None,
                     wait: None,
                     signal: None,
                 },
@@ -645,6 +646,7 @@ impl Lowerer<'_> {
                     a: st,
                     n: k,
                     t,
+                    pat: None,
                     wait: None,
                     signal: None,
                 },
@@ -1175,6 +1177,7 @@ impl Lowerer<'_> {
                     a,
                     n: k,
                     t,
+                    pat: None,
                     wait: None,
                     signal: Some(Sem(1)),
                 });

@@ -95,6 +95,7 @@ impl Lowerer<'_> {
             a: s[0],
             n,
             t,
+            pat: None,
             wait: None,
             signal: None,
         });

@@ -485,6 +485,7 @@ fn flat_jobs(
                         k: kk,
                         n: nn,
                         stride: o * iw,
+                        tr: false,
                     });
                     ops.push(MxuOp::Matmul {
                         addr: xp.addr + ((r0 * c + off) * iw) as u64,
@@ -637,6 +638,7 @@ fn per_row_jobs(
                                     k: kk,
                                     n: nn,
                                     stride: o * iw,
+                                    tr: false,
                                 });
                                 for ho in h0..h1 {
                                     let y = ho * sh + kh * dh;

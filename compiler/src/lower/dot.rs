@@ -30,6 +30,8 @@ pub(crate) enum MxuOp {
         k: usize,
         n: usize,
         stride: usize,
+        /// A transposed load: the tile is stored as `n` rows of `k` (`mxu.ldw tr=1`).
+        tr: bool,
     },
     Matmul {
         addr: u64,
@@ -99,12 +101,23 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     rperm.extend(&rc);
     rperm.extend(&rf);
     let lhs_c = canon(l, &lhs, &lperm)?;
-    let rhs_c = canon(l, &rhs, &rperm)?;
+    // A right operand already in `[B][N][K]` order (`x · Wᵀ`) is loaded transposed
+    // (`mxu.ldw tr=1`) instead of being permuted into a copy first.
+    let mut rperm_t = rb.clone();
+    rperm_t.extend(&rf);
+    rperm_t.extend(&rc);
+    let identity = |p: &[usize]| p.iter().enumerate().all(|(i, &x)| i == x);
+    let rhs_t = !identity(&rperm) && identity(&rperm_t);
+    let rhs_c = if rhs_t {
+        rhs.clone()
+    } else {
+        canon(l, &rhs, &rperm)?
+    };
     let out = l.new_buf(h, ty, dims)?;
-    matmul(
+    matmul_t(
         l,
         &lhs_c,
-        &rhs_c,
+        (&rhs_c, rhs_t),
         (nb, m, k, n),
         &out,
         a.operand_precision.as_deref(),
@@ -118,6 +131,19 @@ pub(crate) fn matmul(
     l: &mut Lowerer<'_>,
     lhs_c: &Buf,
     rhs_c: &Buf,
+    shape: (usize, usize, usize, usize),
+    out: &Buf,
+    precision: Option<&[Precision]>,
+) -> CResult<()> {
+    matmul_t(l, lhs_c, (rhs_c, false), shape, out, precision)
+}
+
+/// [`matmul`] with the right operand `rhs[b][k][n]`, or with `rhs_t` stored as
+/// `rhs[b][n][k]` (its weight tiles loaded transposed).
+fn matmul_t(
+    l: &mut Lowerer<'_>,
+    lhs_c: &Buf,
+    (rhs_c, rhs_t): (&Buf, bool),
     (nb, m, k, n): (usize, usize, usize, usize),
     out: &Buf,
     precision: Option<&[Precision]>,
@@ -141,7 +167,15 @@ pub(crate) fn matmul(
         if k == 0 {
             return Err(l.unsupported("dot with an empty contracting dimension"));
         }
-        emit_jobs(l, &lparts, &rparts, pass_list, &acc, mode, (nb, m, k, n))?;
+        emit_jobs(
+            l,
+            &lparts,
+            (&rparts, rhs_t),
+            pass_list,
+            &acc,
+            mode,
+            (nb, m, k, n),
+        )?;
     }
     if acc_ty != ty {
         let a2 = acc.with_dims(out.dims.clone());
@@ -284,7 +318,7 @@ fn parts(l: &mut Lowerer<'_>, x: &Buf, mode: MxuDtype, n: usize) -> CResult<Vec<
 fn emit_jobs(
     l: &mut Lowerer<'_>,
     lparts: &[Buf],
-    rparts: &[Buf],
+    (rparts, rhs_t): (&[Buf], bool),
     passes: &[(usize, usize)],
     acc: &Buf,
     mode: MxuDtype,
@@ -317,11 +351,22 @@ fn emit_jobs(
                     let (lp, rp) = (&lparts[li], &rparts[ri]);
                     for k0 in (0..k).step_by(rows) {
                         let kk = rows.min(k - k0);
-                        ops.push(MxuOp::Ldw {
-                            addr: rp.addr + ((b * k * n + k0 * n + n0) * iw) as u64,
-                            k: kk,
-                            n: nn,
-                            stride: n * iw,
+                        ops.push(if rhs_t {
+                            MxuOp::Ldw {
+                                addr: rp.addr + ((b * n * k + n0 * k + k0) * iw) as u64,
+                                k: kk,
+                                n: nn,
+                                stride: k * iw,
+                                tr: true,
+                            }
+                        } else {
+                            MxuOp::Ldw {
+                                addr: rp.addr + ((b * k * n + k0 * n + n0) * iw) as u64,
+                                k: kk,
+                                n: nn,
+                                stride: n * iw,
+                                tr: false,
+                            }
                         });
                         ops.push(MxuOp::Matmul {
                             addr: lp.addr + ((b * m * k + m0 * k + k0) * iw) as u64,
@@ -371,8 +416,16 @@ pub(crate) fn emit_job_list(l: &mut Lowerer<'_>, jobs: &[Job], mode: MxuDtype) {
 pub(crate) fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw: usize) {
     let mxu = q as u32;
     match *op {
-        MxuOp::Ldw { addr, k, n, stride } => {
+        MxuOp::Ldw {
+            addr,
+            k,
+            n,
+            stride,
+            tr,
+        } => {
             let src = l.e.vaddr(addr);
+            // Rows as stored: k rows of n, or transposed n rows of k.
+            let (rows, cols) = if tr { (n, k) } else { (k, n) };
             l.e.unit(
                 Inst::MxuLdw {
                     src,
@@ -381,15 +434,16 @@ pub(crate) fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw
                     n: n as u32,
                     stride: stride as u32,
                     mode,
+                    tr: isa::Flag(tr),
                     wait: None,
                     signal: None,
                 },
                 Queue::Mxu(q),
                 &[Access::vmem_rows(
                     addr,
-                    (n * iw) as u64,
+                    (cols * iw) as u64,
                     stride as u64,
-                    k as u64,
+                    rows as u64,
                 )],
                 &[],
             );
@@ -414,6 +468,7 @@ pub(crate) fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw
                     stride: stride as u32,
                     mode,
                     accumulate,
+                    pat: None,
                     wait: None,
                     signal: None,
                 },

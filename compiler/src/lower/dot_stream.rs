@@ -549,6 +549,7 @@ impl StreamDot {
                         k: kk,
                         n: nq,
                         stride: p.nc * iw,
+                        tr: false,
                     };
                     emit_op(l, q as u8, &ldw, self.mode, iw);
                     let matmul = MxuOp::Matmul {
@@ -785,6 +786,7 @@ impl StreamDot {
                         n: nn,
                         to,
                         from: t,
+                        pat: None,
                         wait: None,
                         signal: None,
                     },

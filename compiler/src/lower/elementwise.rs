@@ -20,7 +20,7 @@ pub(crate) fn unary(op: Opcode, dst: VAddr, a: VAddr, n: u32, t: DType) -> Optio
     macro_rules! u {
         ($($o:ident => $v:ident),*) => {
             match op {
-                $(Opcode::$o => Some(Inst::$v { dst, a, n, t, wait: None, signal: None }),)*
+                $(Opcode::$o => Some(Inst::$v { dst, a, n, t, pat: None, wait: None, signal: None }),)*
                 _ => None,
             }
         };
@@ -37,7 +37,7 @@ pub(crate) fn binary(op: Opcode, dst: VAddr, a: VAddr, b: VAddr, n: u32, t: DTyp
     macro_rules! bi {
         ($($o:ident => $v:ident),*) => {
             match op {
-                $(Opcode::$o => Some(Inst::$v { dst, a, b, n, t, wait: None, signal: None }),)*
+                $(Opcode::$o => Some(Inst::$v { dst, a, b, n, t, pat: None, wait: None, signal: None }),)*
                 _ => None,
             }
         };
@@ -151,6 +151,7 @@ impl Lowerer<'_> {
             n,
             to,
             from,
+            pat: None,
             wait: None,
             signal: None,
         });

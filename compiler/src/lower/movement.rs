@@ -157,6 +157,7 @@ impl Lowerer<'_> {
                     a: s[0],
                     n,
                     t,
+                    pat: None,
                     wait: None,
                     signal: None,
                 });
@@ -325,6 +326,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 a: s[0],
                 n: k,
                 t,
+                pat: None,
                 wait: None,
                 signal: None,
             });
@@ -338,6 +340,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 a: s[0],
                 n: k,
                 t,
+                pat: None,
                 wait: None,
                 signal: None,
             });

@@ -92,6 +92,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             a: s[0],
             n,
             t,
+            pat: None,
             wait: None,
             signal: None,
         });
@@ -186,6 +187,7 @@ pub fn lower_window(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             a: s[0],
             n,
             t,
+            pat: None,
             wait: None,
             signal: None,
         });
@@ -205,6 +207,7 @@ pub fn lower_window(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         a: s[0],
         n,
         t,
+        pat: None,
         wait: None,
         signal: None,
     });
@@ -218,6 +221,7 @@ pub fn lower_window(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         a: s[0],
         n,
         t,
+        pat: None,
         wait: None,
         signal: None,
     });

@@ -1,4 +1,4 @@
-//! Assembler directives: `.region`, `.dma`, `.sem`, `.data`, `.hlo`.
+//! Assembler directives: `.region`, `.dma`, `.pat`, `.sem`, `.data`, `.hlo`.
 
 /// The `.sem` directive text of a declaration (what the disassembler prints).
 pub fn sem_directive(d: &SemDecl) -> String {
@@ -162,6 +162,28 @@ pub(super) fn directive(
             let desc = parse_dma(&spec).map_err(|m| l.err(acol, format!(".dma: {m}")))?;
             p.dma.push(desc);
         }
+        ".pat" => {
+            let f: Vec<&str> = args.splitn(2, char::is_whitespace).collect();
+            let idx = parse_u64(l, f[0])?;
+            if idx != p.pats.len() as u64 {
+                return Err(l.err(
+                    acol,
+                    format!(
+                        ".pat {idx}: patterns must be numbered in order, expected {}",
+                        p.pats.len()
+                    ),
+                ));
+            }
+            let spec = f.get(1).copied().unwrap_or("");
+            let col = if spec.is_empty() {
+                acol
+            } else {
+                col_of(l.raw, spec)
+            };
+            let pat = crate::program::Pattern::parse(spec)
+                .map_err(|m| l.err(col, format!(".pat: {m}")))?;
+            p.pats.push(pat);
+        }
         ".sem" => {
             let mut f = args.split_whitespace();
             let first = f.next().unwrap_or("");
@@ -198,7 +220,9 @@ pub(super) fn directive(
         _ => {
             return Err(l.err(
                 col_of(l.raw, name),
-                format!("unknown directive `{name}` (expected .region, .dma, .sem, .data or .hlo)"),
+                format!(
+                "unknown directive `{name}` (expected .region, .dma, .pat, .sem, .data or .hlo)"
+            ),
             ))
         }
     }

@@ -5,6 +5,7 @@
 //! .region "name" SPACE ADDR SIZE [TYPE[DIMS]{LAYOUT}] [io=PLACE] [live=FROM..TO]
 //!                                       named buffer of the memory map
 //! .dma N len=BYTES dims=[(COUNT,SRC_STRIDE,DST_STRIDE),...]   descriptor N (in order from 0)
+//! .pat N OPERAND=[(COUNT,STRIDE),...] ...                     address pattern N (in order from 0)
 //! .sem semN [wait=K] [signal=K] [shared]                       counted and/or chip-shared semaphore
 //! .data SPACE ADDR HEXBYTES|-           initial memory contents
 //! .hlo "name"  /  .hlo -                following instructions come from HLO `name` / none
@@ -270,8 +271,18 @@ pub fn assemble_located(text: &str) -> Result<(Program, Vec<(usize, usize)>), As
                 ));
             }
         });
-        if let Inst::DmaCopy { desc, .. } = inst {
-            if *desc as usize >= p.dma.len() {
+        if let Some(pat) = inst.pat() {
+            bad = match p.pats.get(pat.0 as usize) {
+                None => Some(format!(
+                    "pattern {} is not defined ({} .pat directives)",
+                    pat.0,
+                    p.pats.len()
+                )),
+                Some(x) => x.check_use(inst),
+            };
+        }
+        if let Some(desc) = inst.dma_desc() {
+            if desc as usize >= p.dma.len() {
                 bad = Some(format!(
                     "DMA descriptor {desc} is not defined ({} .dma directives)",
                     p.dma.len()

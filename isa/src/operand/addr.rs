@@ -17,6 +17,12 @@ fn parse_base_off(inner: &str) -> Result<(SReg, i128), String> {
     Ok((reg, off))
 }
 
+/// `s[base] + off` as a byte address (negative is an error).
+fn resolve_base_off(regs: &[u64; 32], base: SReg, off: i64) -> Result<u64, String> {
+    let a = (regs[base.0 as usize] as i64).wrapping_add(off);
+    u64::try_from(a).map_err(|_| format!("negative address {a}"))
+}
+
 fn fmt_base_off(base: SReg, off: i64) -> String {
     match off {
         0 => format!("s{}", base.0),
@@ -42,6 +48,12 @@ macro_rules! reg_offset_operand {
                     base: self.base,
                     off: self.off,
                 })
+            }
+            fn mem_space(&self) -> Option<Space> {
+                ($kind == "vaddr").then_some(Space::Vmem)
+            }
+            fn resolve(&self, regs: &[u64; 32]) -> Option<Result<u64, String>> {
+                Some(resolve_base_off(regs, self.base, self.off as i64))
             }
             fn to_raw(self, bits: u32) -> Option<u64> {
                 Some(self.base.to_raw(5)? | (self.off.to_raw(bits - 5)? << 5))
@@ -100,6 +112,12 @@ pub struct MemRef {
 
 impl Operand for MemRef {
     const KIND: &'static str = "memref";
+    fn mem_space(&self) -> Option<Space> {
+        Some(self.space)
+    }
+    fn resolve(&self, regs: &[u64; 32]) -> Option<Result<u64, String>> {
+        Some(resolve_base_off(regs, self.base, self.off))
+    }
     fn to_raw(self, bits: u32) -> Option<u64> {
         Some(
             self.space.to_raw(2)? | (self.base.to_raw(5)? << 2) | (self.off.to_raw(bits - 7)? << 7),

@@ -95,6 +95,21 @@ pub trait Operand: Sized + Copy {
     fn as_vaddr(&self) -> Option<VAddr> {
         None
     }
+    /// The value, if this is an address-pattern operand (`pat=`).
+    fn as_pat(&self) -> Option<Option<Pat>> {
+        None
+    }
+    /// The memory space of a memory operand (`vaddr`: VMEM; `memref`: its space).
+    fn mem_space(&self) -> Option<Space> {
+        None
+    }
+    /// The value a unit reads at dispatch for this operand: a memory operand's byte address
+    /// (`s[base] + off`; negative is an error), an accumulator row, or a register's value.
+    fn resolve(&self, _regs: &[u64; 32]) -> Option<Result<u64, String>> {
+        None
+    }
+    /// Visits an address-pattern operand (`pat=`).
+    fn visit_pat(&mut self, _f: &mut dyn FnMut(&mut Option<Pat>)) {}
     /// Visits branch targets (for label resolution and relocation).
     fn visit_target(&mut self, _f: &mut dyn FnMut(&mut Target)) {}
     /// Visits an optional semaphore operand (`wait=` / `signal=`), for a compiler that
@@ -242,6 +257,35 @@ impl Operand for bool {
     }
 }
 
+/// An optional flag (`name=1`), 0 when left out; left out in text when 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Flag(pub bool);
+
+impl Operand for Flag {
+    const KIND: &'static str = "flag?";
+    const OPTIONAL: bool = true;
+    fn to_raw(self, b: u32) -> Option<u64> {
+        self.0.to_raw(b)
+    }
+    fn from_raw(raw: u64, b: u32) -> Option<Self> {
+        bool::from_raw(raw, b).map(Flag)
+    }
+    fn fmt_asm(&self, c: &FmtCtx) -> String {
+        self.0.fmt_asm(c)
+    }
+    fn parse_asm(s: &str, c: &ParseCtx) -> Result<Self, String> {
+        bool::parse_asm(s, c).map(Flag)
+    }
+    fn default_value() -> Option<Self> {
+        Some(Flag(false))
+    }
+    #[cfg(any(test, feature = "arbitrary"))]
+    fn strategy(b: u32, tc: TypeClass) -> proptest::strategy::BoxedStrategy<Self> {
+        use proptest::prelude::*;
+        bool::strategy(b, tc).prop_map(Flag).boxed()
+    }
+}
+
 /// A scalar register `s0`..`s31` (64-bit; `s0` reads as zero, writes to it are dropped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SReg(pub u8);
@@ -265,6 +309,9 @@ fn parse_indexed(s: &str, prefix: &str, count: u8, what: &str) -> Result<u8, Str
 
 impl Operand for SReg {
     const KIND: &'static str = "sreg";
+    fn resolve(&self, regs: &[u64; 32]) -> Option<Result<u64, String>> {
+        Some(Ok(regs[self.0 as usize % 32]))
+    }
     fn to_raw(self, bits: u32) -> Option<u64> {
         (self.0 < NUM_SREGS && (self.0 as u64) <= mask(bits)).then_some(self.0 as u64)
     }
@@ -355,6 +402,63 @@ impl Operand for Option<Sem> {
     fn strategy(bits: u32, tc: TypeClass) -> proptest::strategy::BoxedStrategy<Self> {
         use proptest::prelude::*;
         proptest::option::of(Sem::strategy(bits - 1, tc)).boxed()
+    }
+}
+
+/// An address pattern of the program's pattern table (`.pat N`), named by an instruction's
+/// optional `pat=N` operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pat(pub u32);
+
+/// The optional `pat=N` operand: field value 0 means none, `k + 1` pattern `k`. Left out in
+/// text when absent.
+impl Operand for Option<Pat> {
+    const KIND: &'static str = "pat?";
+    const OPTIONAL: bool = true;
+    fn to_raw(self, bits: u32) -> Option<u64> {
+        match self {
+            None => Some(0),
+            Some(p) => {
+                let v = p.0 as u64 + 1;
+                (v <= mask(bits)).then_some(v)
+            }
+        }
+    }
+    fn from_raw(raw: u64, _: u32) -> Option<Self> {
+        Some(if raw == 0 {
+            None
+        } else {
+            Some(Pat(u32::try_from(raw - 1).ok()?))
+        })
+    }
+    fn fmt_asm(&self, _: &FmtCtx) -> String {
+        match self {
+            None => "none".into(),
+            Some(p) => p.0.to_string(),
+        }
+    }
+    fn parse_asm(s: &str, _: &ParseCtx) -> Result<Self, String> {
+        if s == "none" {
+            return Ok(None);
+        }
+        let v = parse_int(s)?;
+        u32::try_from(v)
+            .map(|v| Some(Pat(v)))
+            .map_err(|_| format!("pattern index `{s}` is out of range"))
+    }
+    fn default_value() -> Option<Self> {
+        Some(None)
+    }
+    fn as_pat(&self) -> Option<Option<Pat>> {
+        Some(*self)
+    }
+    fn visit_pat(&mut self, f: &mut dyn FnMut(&mut Option<Pat>)) {
+        f(self)
+    }
+    #[cfg(any(test, feature = "arbitrary"))]
+    fn strategy(bits: u32, _: TypeClass) -> proptest::strategy::BoxedStrategy<Self> {
+        use proptest::prelude::*;
+        proptest::option::of((0..mask(bits) as u32).prop_map(Pat)).boxed()
     }
 }
 

@@ -246,39 +246,6 @@ fn bad_binary_files() {
     assert!(Program::from_bytes(&b).is_err());
 }
 
-/// The VMEM operand roles come from the table's field names: every instruction with a written
-/// vector operand names it `dst` and lists it first, so `Inst::vmem_operands` puts the write
-/// first and the simulator's operand order (dst, then sources) follows from the table.
-#[test]
-fn vmem_operand_roles_follow_the_table() {
-    for row in crate::TABLE {
-        let vaddrs: Vec<_> = row.fields.iter().filter(|f| f.kind == "vaddr").collect();
-        for (i, f) in vaddrs.iter().enumerate() {
-            let written = crate::inst::vaddr_role(f.name) == crate::Role::Write;
-            assert!(
-                !written || i == 0,
-                "{}: `dst` must be the first vector operand",
-                row.mnemonic
-            );
-        }
-    }
-    let i = crate::asm::parse_inst("vpu.add [s1+8], [s2], [s3+4], n=4, t=f32").unwrap();
-    let ops = i.vmem_operands();
-    assert_eq!(
-        ops[0].map(|(v, r)| (v.base.0, v.off, r)),
-        Some((1, 8, crate::Role::Write))
-    );
-    assert_eq!(
-        ops[1].map(|(v, r)| (v.base.0, r)),
-        Some((2, crate::Role::Read))
-    );
-    assert_eq!(
-        ops[2].map(|(v, r)| (v.off, r)),
-        Some((4, crate::Role::Read))
-    );
-    assert_eq!(ops[3], None);
-}
-
 #[test]
 fn region_annotations_round_trip_and_give_vmem_occupancy() {
     let text = ".region \"x\" hbm 0 64 f32[4,4]{1,0} io=param0{1,2}\n\

@@ -3,3 +3,4 @@
 mod asm_tests;
 mod docs_tests;
 mod props;
+mod roles_tests;
