@@ -63,7 +63,7 @@ pub const SEQ_REASONS: &[(&str, &str)] = &[
 ];
 
 /// A dispatched unit instruction with its operands read.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Cmd {
     /// The instruction.
     pub inst: Inst,
@@ -73,6 +73,10 @@ pub struct Cmd {
     pub pc: u32,
     /// Cycle of dispatch.
     pub dispatched: Cycle,
+    /// The operands' derived accesses (`isa::Inst::accesses`), kept by the first consumer
+    /// when none of them depends on memory contents (the VMEM port and the race check would
+    /// otherwise derive them twice).
+    pub accesses: std::cell::OnceCell<Vec<isa::roles::Touched>>,
 }
 
 /// One unit's queue and front end.

@@ -280,6 +280,7 @@ impl Chip {
                         a,
                         pc,
                         dispatched: now,
+                        accesses: Default::default(),
                     });
                     core.outstanding += 1;
                     env.stats.add(core.seq_stats.dispatched, 1);

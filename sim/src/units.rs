@@ -121,7 +121,8 @@ impl Chip {
         self.cores[c].units[u].kick_pending = false;
         loop {
             let unit = &self.cores[c].units[u];
-            let Some(&cmd) = unit.q.front() else { break };
+            let Some(cmd) = unit.q.front() else { break };
+            let (head_inst, head_pc) = (cmd.inst, cmd.pc);
             if unit.stuck.is_some() {
                 break;
             }
@@ -135,12 +136,12 @@ impl Chip {
                 break; // a DMA completion kicks again
             }
             if u == INFEED {
-                if let Inst::Infeed { len, .. } = cmd.inst {
+                if let Inst::Infeed { len, .. } = head_inst {
                     let h = &self.cores[c].host;
                     if h.infeed_pos + len as u64 > h.infeed_len {
                         self.cores[c].units[u].stuck = Some(format!(
                             "infeed at pc {} needs stream bytes [{}, {}) but the host pushes only {} bytes",
-                            cmd.pc,
+                            head_pc,
                             h.infeed_pos,
                             h.infeed_pos + len as u64,
                             h.infeed_len
@@ -167,15 +168,15 @@ impl Chip {
                         _ => true,
                     });
             let Some(pick) = pick else {
-                let head_wait = cmd.inst.sync().0.expect("a blocked head waits");
+                let head_wait = head_inst.sync().0.expect("a blocked head waits");
                 let unit = &mut self.cores[c].units[u];
                 unit.blocked_sem = Some(head_wait.0);
                 unit.blocked_mask = mask;
                 break;
             };
-            let cmd = self.cores[c].units[u].q[pick];
+            let picked = self.cores[c].units[u].q[pick].inst;
             self.cores[c].units[u].blocked_mask = 0;
-            let (wait, signal) = cmd.inst.sync();
+            let (wait, signal) = picked.sync();
             let mut waited = false;
             if let Some(s) = wait {
                 *self.sem_mut(c, s.0) -= self.sem_wait_n[s.0 as usize];
@@ -183,7 +184,10 @@ impl Chip {
                     waited = self.cores[c].units[u].blocked_sem.take().is_some();
                 }
             }
-            self.cores[c].units[u].q.remove(pick);
+            let cmd = self.cores[c].units[u]
+                .q
+                .remove(pick)
+                .expect("the picked command is queued");
             if matches!(self.cores[c].blocked, Some((SeqBlock::Queue(x), _)) if x == u) {
                 self.schedule_seq(c, now);
             }
@@ -290,16 +294,18 @@ impl Chip {
             prog: &env.prog.program,
             vmem: env.functional.then_some(&self.cores[c].vmem),
         };
-        cmd.inst
-            .accesses(&cmd.a, &ctx)
-            .into_iter()
-            .flat_map(|t| {
+        fn touch(v: &[isa::roles::Touched]) -> Vec<crate::race::Touch> {
+            let mut out = Vec::new();
+            for t in v {
                 let write = t.use_.role.writes();
-                t.runs
-                    .into_iter()
-                    .map(move |acc| crate::race::Touch { acc, write })
-            })
-            .collect()
+                out.extend(t.runs.iter().map(|&acc| crate::race::Touch { acc, write }));
+            }
+            out
+        }
+        match cmd.accesses.get() {
+            Some(v) => touch(v),
+            None => touch(&cmd.inst.accesses(&cmd.a, &ctx)),
+        }
     }
 
     /// The VMEM bytes an instruction moves (the sum over its VMEM operands' derived
@@ -309,12 +315,23 @@ impl Chip {
             prog: &env.prog.program,
             vmem: None,
         };
-        cmd.inst
-            .accesses(&cmd.a, &ctx)
-            .iter()
-            .filter(|t| t.use_.space == Space::Vmem)
-            .map(|t| t.moved)
-            .sum()
+        let sum = |v: &[isa::roles::Touched]| -> u64 {
+            v.iter()
+                .filter(|t| t.use_.space == Space::Vmem)
+                .map(|t| t.moved)
+                .sum()
+        };
+        if let Some(v) = cmd.accesses.get() {
+            return sum(v);
+        }
+        let v = cmd.inst.accesses(&cmd.a, &ctx);
+        let moved = sum(&v);
+        // Kept for the race check only when no operand depends on memory contents (those
+        // it derives again with the functional VMEM).
+        if v.iter().all(|t| t.hull.is_some()) {
+            let _ = cmd.accesses.set(v);
+        }
+        moved
     }
 
     #[allow(clippy::too_many_arguments)]
