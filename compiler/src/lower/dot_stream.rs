@@ -767,7 +767,7 @@ impl StreamDot {
                     } else {
                         (arg, 1, (mr * p.nc) as u64)
                     };
-                    Self::bcast(l, tile, src, row, rows, t, w);
+                    l.bcast_at(tile, src, row, rows, t, w);
                     epi.tile_n0[k] = Some(want);
                 }
                 k += 1;
@@ -806,34 +806,6 @@ impl StreamDot {
                 );
             }
             ty = s.ty;
-        }
-    }
-
-    /// `rows` copies of the `row` elements at `src` into `dst` (`vpu.bcast`, one VPU chunk of
-    /// elements per instruction at most).
-    #[allow(clippy::too_many_arguments)]
-    fn bcast(l: &mut Lowerer<'_>, dst: u64, src: u64, row: u64, rows: u64, t: isa::DType, w: u64) {
-        let per = (super::VPU_CHUNK / row.max(1)).clamp(1, (1 << 20) - 1);
-        let mut r = 0;
-        while r < rows {
-            let k = per.min(rows - r);
-            let d = l.e.vaddr(dst + r * row * w);
-            let a = l.e.vaddr(src);
-            l.e.unit(
-                Inst::VBcast {
-                    dst: d,
-                    a,
-                    n: row as u32,
-                    rows: k as u32,
-                    t,
-                    wait: None,
-                    signal: None,
-                },
-                Queue::Vpu,
-                &[Access::vmem(src, row * w)],
-                &[Access::vmem(dst + r * row * w, k * row * w)],
-            );
-            r += k;
         }
     }
 }

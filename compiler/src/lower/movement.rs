@@ -11,8 +11,8 @@ use super::emit::{Access, Queue};
 use super::{Buf, Lowerer, Val};
 use crate::error::CResult;
 use hlo::{InstId, Opcode};
-use isa::Inst;
 use isa::Space;
+use isa::{DType, Inst};
 
 /// Row-major strides of `dims` (in elements).
 pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
@@ -96,17 +96,24 @@ impl Lowerer<'_> {
     fn bcast_rows(&mut self, dst: &Buf, src: &Buf, rows: u64) -> CResult<()> {
         let t = self.vty(dst.ty)?;
         let row = src.elems();
-        let w = dst.ty.byte_size() as u64;
         if row >= 1 << 20 {
             return Err(self.unsupported("broadcast of a row of 2^20 or more elements"));
         }
+        self.bcast_at(dst.addr, src.addr, row, rows, t, dst.ty.byte_size() as u64);
+        Ok(())
+    }
+
+    /// `rows` copies of the `row` elements (of `w` bytes, VPU type `t`) at VMEM `src` into
+    /// VMEM `dst`, with `vpu.bcast` instructions of at most one VPU chunk each (`row` below
+    /// 2^20).
+    pub(crate) fn bcast_at(&mut self, dst: u64, src: u64, row: u64, rows: u64, t: DType, w: u64) {
         // Rows per instruction so that each covers at most one VPU chunk.
         let per = (super::VPU_CHUNK / row.max(1)).clamp(1, (1 << 20) - 1);
         let mut r = 0;
         while r < rows {
             let k = per.min(rows - r);
-            let d = self.e.vaddr(dst.addr + r * row * w);
-            let a = self.e.vaddr(src.addr);
+            let d = self.e.vaddr(dst + r * row * w);
+            let a = self.e.vaddr(src);
             self.e.unit(
                 Inst::VBcast {
                     dst: d,
@@ -118,12 +125,11 @@ impl Lowerer<'_> {
                     signal: None,
                 },
                 Queue::Vpu,
-                &[src.access()],
-                &[Access::vmem(dst.addr + r * row * w, k * row * w)],
+                &[Access::vmem(src, row * w)],
+                &[Access::vmem(dst + r * row * w, k * row * w)],
             );
             r += k;
         }
-        Ok(())
     }
 
     /// `dst = transpose(src, perm)` (`dst.dims[i] = src.dims[perm[i]]`).
