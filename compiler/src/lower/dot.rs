@@ -520,7 +520,8 @@ pub(crate) fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw
 
 /// Whether dot `h` can be streamed from HBM on every core ([`super::dot_stream`]): operands
 /// are entry parameters in canonical form of a native MXU type, the result has the
-/// accumulator type and only the module's result uses it.
+/// accumulator type, and only the module's result uses it, directly or through an epilogue
+/// ([`stream_chain`]; then only when the dot outlasts one HBM access).
 pub fn streamable(
     m: &hlo::Module,
     h: InstId,
