@@ -13,7 +13,7 @@
 
 use crate::elementwise::{complex_vals, float_vals};
 use crate::error::{EResult, EvalError};
-use crate::util::{mk, operand, out_array};
+use crate::util::{from_f64_vec, mk, operand, out_array};
 use half::{bf16, f16};
 use hlo::ir::Instruction;
 use hlo::literal::{ArrayData, Literal};
@@ -59,29 +59,6 @@ fn from_i128(ty: ElementType, v: &[i128]) -> EResult<ArrayData> {
     })
 }
 
-fn from_floats(ty: ElementType, v: &[f64]) -> EResult<ArrayData> {
-    use ElementType as T;
-    Ok(match ty {
-        T::Pred => ArrayData::Pred(v.iter().map(|&x| x != 0.0).collect()),
-        // `as` truncates toward zero, saturates, and maps NaN to 0.
-        T::S8 => ArrayData::S8(v.iter().map(|&x| x as i8).collect()),
-        T::S16 => ArrayData::S16(v.iter().map(|&x| x as i16).collect()),
-        T::S32 => ArrayData::S32(v.iter().map(|&x| x as i32).collect()),
-        T::S64 => ArrayData::S64(v.iter().map(|&x| x as i64).collect()),
-        T::U8 => ArrayData::U8(v.iter().map(|&x| x as u8).collect()),
-        T::U16 => ArrayData::U16(v.iter().map(|&x| x as u16).collect()),
-        T::U32 => ArrayData::U32(v.iter().map(|&x| x as u32).collect()),
-        T::U64 => ArrayData::U64(v.iter().map(|&x| x as u64).collect()),
-        T::F32 => ArrayData::F32(v.iter().map(|&x| x as f32).collect()),
-        T::F64 => ArrayData::F64(v.to_vec()),
-        T::F16 => ArrayData::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
-        T::BF16 => ArrayData::BF16(v.iter().map(|&x| bf16::from_f64(x)).collect()),
-        T::C64 => ArrayData::C64(v.iter().map(|&x| Complex32::new(x as f32, 0.0)).collect()),
-        T::C128 => ArrayData::C128(v.iter().map(|&x| Complex64::new(x, 0.0)).collect()),
-        t => return Err(EvalError::unsupported(format!("conversion to {t}"))),
-    })
-}
-
 /// Converts a buffer to element type `ty` (see the module docs for the rules).
 pub fn convert_data(d: &ArrayData, ty: ElementType) -> EResult<ArrayData> {
     let from = d.element_type();
@@ -97,7 +74,7 @@ pub fn convert_data(d: &ArrayData, ty: ElementType) -> EResult<ArrayData> {
         return from_i128(ty, &v);
     }
     if let Some(v) = float_vals(d) {
-        return from_floats(ty, &v);
+        return from_f64_vec(ty, &v);
     }
     if let Some(v) = complex_vals(d) {
         return match ty {
@@ -253,51 +230,60 @@ pub fn reduce_precision(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal
         )));
     }
     let (e, m) = (e.min(64) as u32, m.min(64) as u32);
+    // Each float type through its bit pattern (`bits`, exponent and mantissa widths); NaN
+    // stays as it is.
+    fn each<T: Copy>(
+        v: &[T],
+        (bits, exp, mant): (u32, u32, u32),
+        (e, m): (u32, u32),
+        is_nan: impl Fn(T) -> bool,
+        to: impl Fn(T) -> u64,
+        from: impl Fn(u64) -> T,
+    ) -> Vec<T> {
+        v.iter()
+            .map(|&x| {
+                if is_nan(x) {
+                    x
+                } else {
+                    from(reduce_bits(to(x), bits, exp, mant, e, m))
+                }
+            })
+            .collect()
+    }
+    let em = (e, m);
     let data = match &a.data {
-        ArrayData::F32(v) => ArrayData::F32(
-            v.iter()
-                .map(|&x| {
-                    if x.is_nan() {
-                        x
-                    } else {
-                        f32::from_bits(reduce_bits(x.to_bits() as u64, 32, 8, 23, e, m) as u32)
-                    }
-                })
-                .collect(),
-        ),
-        ArrayData::F64(v) => ArrayData::F64(
-            v.iter()
-                .map(|&x| {
-                    if x.is_nan() {
-                        x
-                    } else {
-                        f64::from_bits(reduce_bits(x.to_bits(), 64, 11, 52, e, m))
-                    }
-                })
-                .collect(),
-        ),
-        ArrayData::F16(v) => ArrayData::F16(
-            v.iter()
-                .map(|&x| {
-                    if x.is_nan() {
-                        x
-                    } else {
-                        f16::from_bits(reduce_bits(x.to_bits() as u64, 16, 5, 10, e, m) as u16)
-                    }
-                })
-                .collect(),
-        ),
-        ArrayData::BF16(v) => ArrayData::BF16(
-            v.iter()
-                .map(|&x| {
-                    if x.is_nan() {
-                        x
-                    } else {
-                        bf16::from_bits(reduce_bits(x.to_bits() as u64, 16, 8, 7, e, m) as u16)
-                    }
-                })
-                .collect(),
-        ),
+        ArrayData::F32(v) => ArrayData::F32(each(
+            v,
+            (32, 8, 23),
+            em,
+            f32::is_nan,
+            |x| x.to_bits() as u64,
+            |b| f32::from_bits(b as u32),
+        )),
+        ArrayData::F64(v) => ArrayData::F64(each(
+            v,
+            (64, 11, 52),
+            em,
+            f64::is_nan,
+            f64::to_bits,
+            f64::from_bits,
+        )),
+        ArrayData::F16(v) => ArrayData::F16(each(
+            v,
+            (16, 5, 10),
+            em,
+            f16::is_nan,
+            |x| x.to_bits() as u64,
+            |b| f16::from_bits(b as u16),
+        )),
+        ArrayData::BF16(v) => ArrayData::BF16(each(
+            v,
+            (16, 8, 7),
+            em,
+            bf16::is_nan,
+            |x| x.to_bits() as u64,
+            |b| bf16::from_bits(b as u16),
+        )),
         other => {
             return Err(EvalError::invalid(format!(
                 "reduce-precision on {}",

@@ -66,78 +66,61 @@ fn check_sizes<T>(a: &[T], b: &[T], batch: usize, m: usize, k: usize, n: usize) 
     assert_eq!(b.len(), batch * k * n, "gemm: rhs size");
 }
 
-/// f32 GEMM on `matrixmultiply::sgemm`.
-pub fn gemm_f32(a: &[f32], b: &[f32], batch: usize, m: usize, k: usize, n: usize) -> Vec<f32> {
-    check_sizes(a, b, batch, m, k, n);
-    let mut c = vec![0.0f32; batch * m * n];
-    if m == 0 || n == 0 || k == 0 {
-        return c;
-    }
-    for bi in 0..batch {
-        let (ab, bb) = (
-            &a[bi * m * k..(bi + 1) * m * k],
-            &b[bi * k * n..(bi + 1) * k * n],
-        );
-        let cb = &mut c[bi * m * n..(bi + 1) * m * n];
-        // SAFETY: the three slices hold exactly m*k, k*n and m*n elements laid out row-major
-        // with the strides given; sgemm reads/writes only inside those extents.
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                1.0,
-                ab.as_ptr(),
-                k as isize,
-                1,
-                bb.as_ptr(),
-                n as isize,
-                1,
-                0.0,
-                cb.as_mut_ptr(),
-                n as isize,
-                1,
-            );
+/// A batched row-major GEMM on one of `matrixmultiply`'s kernels (`sgemm`, `dgemm`).
+macro_rules! gemm_on {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $kernel:path) => {
+        $(#[$doc])*
+        pub fn $name(a: &[$t], b: &[$t], batch: usize, m: usize, k: usize, n: usize) -> Vec<$t> {
+            check_sizes(a, b, batch, m, k, n);
+            let mut c = vec![0.0; batch * m * n];
+            if m == 0 || n == 0 || k == 0 {
+                return c;
+            }
+            for bi in 0..batch {
+                let (ab, bb) = (
+                    &a[bi * m * k..(bi + 1) * m * k],
+                    &b[bi * k * n..(bi + 1) * k * n],
+                );
+                let cb = &mut c[bi * m * n..(bi + 1) * m * n];
+                // SAFETY: the three slices hold exactly m*k, k*n and m*n elements laid out
+                // row-major with the strides given; the kernel reads/writes only inside those
+                // extents.
+                unsafe {
+                    $kernel(
+                        m,
+                        k,
+                        n,
+                        1.0,
+                        ab.as_ptr(),
+                        k as isize,
+                        1,
+                        bb.as_ptr(),
+                        n as isize,
+                        1,
+                        0.0,
+                        cb.as_mut_ptr(),
+                        n as isize,
+                        1,
+                    );
+                }
+            }
+            c
         }
-    }
-    c
+    };
 }
 
-/// f64 GEMM on `matrixmultiply::dgemm`.
-pub fn gemm_f64(a: &[f64], b: &[f64], batch: usize, m: usize, k: usize, n: usize) -> Vec<f64> {
-    check_sizes(a, b, batch, m, k, n);
-    let mut c = vec![0.0f64; batch * m * n];
-    if m == 0 || n == 0 || k == 0 {
-        return c;
-    }
-    for bi in 0..batch {
-        let (ab, bb) = (
-            &a[bi * m * k..(bi + 1) * m * k],
-            &b[bi * k * n..(bi + 1) * k * n],
-        );
-        let cb = &mut c[bi * m * n..(bi + 1) * m * n];
-        // SAFETY: as in gemm_f32.
-        unsafe {
-            matrixmultiply::dgemm(
-                m,
-                k,
-                n,
-                1.0,
-                ab.as_ptr(),
-                k as isize,
-                1,
-                bb.as_ptr(),
-                n as isize,
-                1,
-                0.0,
-                cb.as_mut_ptr(),
-                n as isize,
-                1,
-            );
-        }
-    }
-    c
-}
+gemm_on!(
+    /// f32 GEMM on `matrixmultiply::sgemm`.
+    gemm_f32,
+    f32,
+    matrixmultiply::sgemm
+);
+gemm_on!(
+    /// f64 GEMM on `matrixmultiply::dgemm`.
+    gemm_f64,
+    f64,
+    matrixmultiply::dgemm
+);
 
 /// Plain i-k-j GEMM with a caller-supplied multiply-accumulate.
 fn gemm_loop<T: Copy + Default>(
