@@ -270,6 +270,12 @@ fn is_mxu_float(t: ElementType) -> bool {
     matches!(t, ElementType::BF16 | ElementType::F32 | ElementType::F16)
 }
 
+/// Whether the MXUs run `lhs × rhs` (s8 × s8, or bf16/f32/f16 in passes; [`prepare`]'s
+/// modes): other dots are expanded for the VPU by `passes::dot_vpu`.
+pub fn mxu_native(lhs: ElementType, rhs: ElementType) -> bool {
+    (lhs == ElementType::S8 && rhs == ElementType::S8) || (is_mxu_float(lhs) && is_mxu_float(rhs))
+}
+
 /// `b` permuted by `perm` (itself when `perm` is the identity).
 fn canon(l: &mut Lowerer<'_>, b: &Buf, perm: &[usize]) -> CResult<Buf> {
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
@@ -587,7 +593,7 @@ pub fn streamable(
                 * u64::from(arch.mxu.count.max(1))
                 * u64::from(arch.mxu.rows)
                 * u64::from(arch.mxu.cols);
-            let l_hbm = (arch.hbm.latency_ns * arch.clock_mhz / 1000.0).ceil() as u64;
+            let l_hbm = arch.cycles_from_ns(arch.hbm.latency_ns);
             macs / per_cycle.max(1) >= u64::from(arch.dma.setup_cycles) + l_hbm
         }
     }

@@ -188,7 +188,7 @@ impl StreamDot {
         // Beyond one chunk per core, only while the smaller chunk's write takes longer than a
         // copy's setup and HBM latency plus the drain of the array an extra chunk costs: tiny
         // results gain nothing from more chunks.
-        let l_hbm = (a.hbm.latency_ns * a.clock_mhz / 1000.0).ceil() as usize;
+        let l_hbm = a.cycles_from_ns(a.hbm.latency_ns) as usize;
         let overhead = a.dma.setup_cycles as usize + l_hbm + rows + a.mxu.cols as usize;
         let write = |rows: usize| rows * nc * 4 / (a.dma.bytes_per_cycle.max(1) as usize);
         let mut mc = (acc / 2).min(m).max(1);
@@ -205,7 +205,7 @@ impl StreamDot {
         // shared HBM: grow it (up to half the accumulators) until the bytes it needs per cycle
         // of compute, `cores · e · R · (rows + nc) / rows`, are within the HBM's rate, so the
         // array does not wait for the panel's load.
-        let bw_cyc = a.hbm.gbps * 1000.0 / a.clock_mhz;
+        let bw_cyc = a.bytes_per_cycle(a.hbm.gbps);
         let need = |r: usize| (cores.max(1) * iw * kb * (r + nc)) as f64 / r as f64;
         let mut first_rows = mc;
         while WAVEFRONT == 1 && first_rows * 2 <= acc / 2 && need(first_rows) > bw_cyc {
@@ -220,7 +220,7 @@ impl StreamDot {
         // Loads run ahead by the time a block's DMA takes (setup, HBM latency, the bytes of
         // every core at the HBM's rate) in jobs of compute, plus one.
         let job_cycles = kd.div_ceil(kb) * mc.max(rows);
-        let bw = (a.hbm.gbps * 1000.0 / a.clock_mhz).max(1.0);
+        let bw = a.bytes_per_cycle(a.hbm.gbps).max(1.0);
         let l_hbm = l_hbm as f64;
         let job_bytes = ((mc + nc) * kd * iw * cores.max(1)) as f64;
         let est = a.dma.setup_cycles as f64 + l_hbm + job_bytes / bw;
@@ -318,12 +318,6 @@ impl StreamDot {
     /// The element type written to HBM.
     fn out_type(&self) -> hlo::ElementType {
         self.epilogue.last().map_or(self.acc_type(), |s| s.ty)
-    }
-
-    /// VMEM bytes one core needs.
-    pub fn vmem_bytes(&self, l: &Lowerer<'_>, cores: usize) -> u64 {
-        let al = |x: u64| x.div_ceil(64) * 64;
-        self.buffer_sizes(l, cores).into_iter().map(al).sum()
     }
 
     /// Core `core`'s chunks `(b, m0, n0)` in order: all chunks, `m` fastest so consecutive

@@ -1068,7 +1068,12 @@ impl<'a> Lowerer<'a> {
         let need = sd.vmem_bytes(self, cores);
         if need > self.arch.vmem.bytes {
             return Err(self.too_large(format!(
-                "a streamed dot needs {need} bytes of VMEM for its tiles (vmem.bytes = {})",
+                "streamed {} `{}` needs {need} bytes of VMEM for its tiles (vmem.bytes = {})",
+                match sd {
+                    dot_stream::Streamed::Dot(_) => "dot",
+                    dot_stream::Streamed::Conv(_) => "convolution",
+                },
+                sd.name(),
                 self.arch.vmem.bytes
             )));
         }

@@ -45,25 +45,10 @@ fn literal_bytes(i: &Instruction) -> u64 {
     i.shape.as_array().and_then(|a| a.byte_size()).unwrap_or(0)
 }
 
-/// Bytes of the constants of `c` that some instruction uses (or that are the root).
-fn constant_bytes(c: &hlo::Computation) -> u64 {
-    let mut used = vec![false; c.insts.len()];
-    for i in c.insts.values() {
-        for o in &i.operands {
-            used[o.index()] = true;
-        }
-    }
-    used[c.root.index()] = true;
-    c.insts
-        .iter()
-        .filter(|(h, i)| i.opcode == Opcode::Constant && used[h.index()])
-        .map(|(_, i)| literal_bytes(i))
-        .sum()
-}
-
-/// [`constant_bytes`] after replacing `values`: the folded instructions an unfolded one (or
-/// the root) uses, and the old constants unfolded instructions still use.
-fn constant_bytes_after(c: &hlo::Computation, values: &HashMap<InstId, Literal>) -> u64 {
+/// Bytes of the constants of `c` that some instruction (or the root) uses once `values`
+/// replace their instructions: the folded instructions an unfolded one uses, and the old
+/// constants unfolded instructions still use (no `values`: the constants as they are).
+fn constant_bytes(c: &hlo::Computation, values: &HashMap<InstId, Literal>) -> u64 {
     let mut used = vec![false; c.insts.len()];
     for (h, i) in c.insts.iter() {
         if !values.contains_key(&h) {
@@ -113,8 +98,8 @@ impl Pass for ConstantFold {
         for c in comps {
             let f = fold_values(m, &plans, &opts, c);
             if !f.is_empty()
-                && constant_bytes_after(&m.comps[c], &f)
-                    <= constant_bytes(&m.comps[c]) + SLACK_BYTES
+                && constant_bytes(&m.comps[c], &f)
+                    <= constant_bytes(&m.comps[c], &HashMap::new()) + SLACK_BYTES
             {
                 folds.push((c, f));
             }

@@ -18,20 +18,15 @@
 
 use super::rewrite::{run_expander, OpExpander, Rw};
 use crate::error::CResult;
+use crate::lower::dot::mxu_native;
 use crate::pass::Pass;
-use hlo::{ElementType as T, InstId, Instruction, Module, Opcode};
+use hlo::{InstId, Instruction, Module, Opcode};
 
 /// See the module docs.
 pub struct DotToVpu;
 
 /// Largest product space expanded (elements of the broadcast operands).
 pub const MAX_PRODUCT_ELEMENTS: u64 = 1 << 22;
-
-/// Whether the MXU runs `lhs × rhs` (else this pass expands the dot).
-pub fn mxu_native(lhs: T, rhs: T) -> bool {
-    let float = |t: T| matches!(t, T::BF16 | T::F32 | T::F16);
-    (lhs == T::S8 && rhs == T::S8) || (float(lhs) && float(rhs))
-}
 
 impl Pass for DotToVpu {
     fn name(&self) -> &'static str {
