@@ -54,6 +54,24 @@ pub fn resolve(regs: &[u64; 32], inst: &Inst) -> Result<[u64; 4], String> {
 
 /// What the derived accesses need beyond the instruction: the program's descriptors and
 /// patterns, and (functional runs) the contents of an index table in this core's VMEM.
+/// `cmd`'s derived accesses (`isa::Inst::accesses` in `ctx`), worked out once per command:
+/// kept in `cmd.accesses` when no operand depends on memory contents (the VPU's shape, the
+/// VMEM port and the race check all read them); a data-dependent one is derived in each
+/// caller's `ctx` (the race check reads the functional VMEM's index tables).
+pub(crate) fn derived<'c>(
+    cmd: &'c Cmd,
+    ctx: &Ctx<'_>,
+) -> std::borrow::Cow<'c, [isa::roles::Touched]> {
+    if let Some(v) = cmd.accesses.get() {
+        return std::borrow::Cow::Borrowed(v);
+    }
+    let v = cmd.inst.accesses(&cmd.a, ctx);
+    if v.iter().all(|t| t.hull.is_some()) {
+        return std::borrow::Cow::Borrowed(cmd.accesses.get_or_init(|| v));
+    }
+    std::borrow::Cow::Owned(v)
+}
+
 pub(crate) struct Ctx<'a> {
     pub prog: &'a isa::Program,
     pub vmem: Option<&'a crate::memory::Memory>,
@@ -302,10 +320,7 @@ impl Chip {
             }
             out
         }
-        match cmd.accesses.get() {
-            Some(v) => touch(v),
-            None => touch(&cmd.inst.accesses(&cmd.a, &ctx)),
-        }
+        touch(&derived(cmd, &ctx))
     }
 
     /// The VMEM bytes an instruction moves (the sum over its VMEM operands' derived
@@ -315,23 +330,11 @@ impl Chip {
             prog: &env.prog.program,
             vmem: None,
         };
-        let sum = |v: &[isa::roles::Touched]| -> u64 {
-            v.iter()
-                .filter(|t| t.use_.space == Space::Vmem)
-                .map(|t| t.moved)
-                .sum()
-        };
-        if let Some(v) = cmd.accesses.get() {
-            return sum(v);
-        }
-        let v = cmd.inst.accesses(&cmd.a, &ctx);
-        let moved = sum(&v);
-        // Kept for the race check only when no operand depends on memory contents (those
-        // it derives again with the functional VMEM).
-        if v.iter().all(|t| t.hull.is_some()) {
-            let _ = cmd.accesses.set(v);
-        }
-        moved
+        derived(cmd, &ctx)
+            .iter()
+            .filter(|t| t.use_.space == Space::Vmem)
+            .map(|t| t.moved)
+            .sum()
     }
 
     #[allow(clippy::too_many_arguments)]
