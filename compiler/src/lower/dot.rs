@@ -206,7 +206,7 @@ pub(crate) fn prepare(
         (x, y) if is_mxu_float(x) && is_mxu_float(y) => (MxuDtype::Bf16, ElementType::F32),
         (x, y) => {
             return Err(l.unsupported(format!(
-                "dot of {x} × {y} (the MXU takes bf16, f32 via bf16 passes, and s8)"
+                "dot of {x} × {y} (the MXU takes bf16, f32 via bf16 passes, and s8; other dots run on the VPU when their product space has at most 2^22 elements)"
             )))
         }
     };
