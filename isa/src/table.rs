@@ -166,7 +166,8 @@ define_isa! {
     /// Move accumulator rows out to VMEM: for `r < m`, `j < n` (`1 <= n <= mxu.cols`), the
     /// 32-bit accumulator element `j` of row `(a + r) mod acc_rows` (`a` as in `mxu.matmul`)
     /// is written little-endian at `A(dst) + r·stride + 4·j`. Starts after every earlier
-    /// `mxu.matmul` of the same MXU has completed; the accumulators are left unchanged.
+    /// `mxu.matmul` of the same MXU that writes one of these accumulator rows has completed
+    /// (matmuls into other rows may still be in flight); the accumulators are left unchanged.
     MxuSt = 0x52, "mxu.st", Mxu, MxuStore, NoType,
         (dst: VAddr = 21, acc: AccAddr = 21)
         { mxu: u32 = 4, m: u32 = 20, n: u32 = 11, stride: u32 = 20,

@@ -333,7 +333,7 @@ impl Chip {
             model.allow_modes(&modes);
             mxus.push(MxuState {
                 model,
-                last_matmul_done: Cycle::ZERO,
+                acc_busy: Default::default(),
                 st_free: Cycle::ZERO,
                 shadow_n: 0,
                 active_n: 0,

@@ -160,8 +160,8 @@ pub enum SeqBlock {
 pub struct MxuState {
     /// The contract model.
     pub model: MxuModel,
-    /// Visible cycle of the last matmul's last row (for `mxu.st`).
-    pub last_matmul_done: Cycle,
+    /// Accumulator rows that matmuls still in flight write (for `mxu.st`).
+    pub acc_busy: AccBusy,
     /// The accumulator's result port is free from this cycle (an `mxu.st` holds it one row
     /// per cycle, so two stores of one MXU do not overlap).
     pub st_free: Cycle,
@@ -175,6 +175,49 @@ pub struct MxuState {
     pub flops: StatId,
     /// Rows streamed through the array.
     pub rows: StatId,
+}
+
+/// The accumulator rows written by matmuls that may still be in flight, and when each
+/// completes: an `mxu.st` waits only for the matmuls that write one of its rows, so a chunk's
+/// store overlaps the next chunk's matmuls into other accumulator rows (the drain of the array
+/// is hidden, as the accumulator memory's separate read port allows).
+///
+/// Ranges may overlap in any way; the list holds one entry per distinct `(first row, rows)`
+/// (a matmul repeating a range raises its completion), and entries complete at or before the
+/// MXU's issue cycle (which never decreases) are dropped, so it stays as short as the
+/// distinct ranges in flight.
+#[derive(Clone, Debug, Default)]
+pub struct AccBusy {
+    /// `(first row, rows, completion cycle)`; rows are taken modulo the accumulator rows.
+    ranges: Vec<(u64, u64, Cycle)>,
+}
+
+impl AccBusy {
+    /// Records a matmul issued at `now` writing rows `[first, first + rows)` (mod `a_rows`)
+    /// that completes at `done`.
+    pub fn record(&mut self, now: Cycle, first: u64, rows: u64, a_rows: u64, done: Cycle) {
+        let rows = rows.min(a_rows);
+        self.ranges.retain(|r| r.2 > now);
+        match self.ranges.iter_mut().find(|r| r.0 == first && r.1 == rows) {
+            Some(r) => r.2 = r.2.max(done),
+            None => self.ranges.push((first, rows, done)),
+        }
+    }
+
+    /// The cycle every recorded matmul writing one of rows `[first, first + rows)` (mod
+    /// `a_rows`) has completed (`Cycle::ZERO` if none).
+    pub fn ready(&self, first: u64, rows: u64, a_rows: u64) -> Cycle {
+        let rows = rows.min(a_rows);
+        let overlaps = |a: u64, m: u64| {
+            (first + a_rows - a) % a_rows < m || (a + a_rows - first) % a_rows < rows
+        };
+        self.ranges
+            .iter()
+            .filter(|r| overlaps(r.0, r.1))
+            .map(|r| r.2)
+            .max()
+            .unwrap_or(Cycle::ZERO)
+    }
 }
 
 /// An in-flight VPU result: `[lo, hi)` of VMEM is written at `done`.

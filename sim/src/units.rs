@@ -551,7 +551,9 @@ impl Chip {
                     mx.active_n = mx.shadow_n;
                 }
                 let done = t.complete();
-                mx.last_matmul_done = mx.last_matmul_done.max(done);
+                let a_rows = p.mxu_acc_rows as u64;
+                mx.acc_busy
+                    .record(now, acc as u64 % a_rows, m as u64, a_rows, done);
                 env.stats
                     .add(mx.flops, 2 * m as u64 * k as u64 * mx.active_n);
                 env.stats.add(mx.rows, m as u64);
@@ -585,7 +587,9 @@ impl Chip {
                     ));
                 }
                 let mx = &self.cores[c].mxus[i];
-                let start = now.max(mx.last_matmul_done).max(mx.st_free);
+                let start = now
+                    .max(mx.acc_busy.ready(cmd.a[1], m as u64, a_rows))
+                    .max(mx.st_free);
                 // VMEM: one accumulator row (4n bytes) per cycle at most.
                 let moved = self.moved(env, cmd);
                 let end = self.cores[c]

@@ -123,6 +123,8 @@ struct EpiState {
 /// Jobs between a chunk's `mxu.st` and its DMA to HBM (the sequencer waits for the store, so
 /// it waits only once the MXUs have later jobs queued).
 const DEFER: usize = 3;
+/// Most jobs of lookahead VMEM left over may buy (`StreamDot::plan_with`).
+const MAX_DEPTH: usize = 12;
 /// Chunks a core should get at least, so result writes overlap later chunks' compute.
 const MIN_CHUNKS_PER_CORE: usize = 4;
 /// Chunks in flight at once (see `StreamDot::schedule`; 1: one chunk after the other).
@@ -154,7 +156,7 @@ impl StreamDot {
         let iw = self.mode.bytes() as usize;
         let kb = (l.arch.mxu.rows as usize).min(self.dims.2).max(1);
         let mut f = MIN_RUN_BYTES.div_ceil(kb * iw).max(1);
-        let mut dmax = 8;
+        let mut dmax = MAX_DEPTH;
         loop {
             let p = self.plan_with(l, cores, f, dmax);
             let bytes: u64 = self.sizes(&p).iter().map(|x| x.div_ceil(64) * 64).sum();
@@ -250,6 +252,21 @@ impl StreamDot {
             slots * blk
         };
         let cbufs = if fits(b_bytes, 3) { 3 } else { 2 };
+        // With several cores, deeper where VMEM is left over (up to `MAX_DEPTH` jobs): the
+        // slot reloads wait for their readers in the DMA queue, not on the sequencer, so a
+        // deeper lookahead only costs VMEM, and it keeps the shared HBM busy while a long
+        // result write waits for its chunk (1024³ on tpu-v4: 12,077 cycles at the depth the
+        // latency needs, 11,547 here; tpu-v5p 13,165 and 12,764). On one core the blocks
+        // needed later only slow the one needed now (tpu-v5e: 22,396 and 24,113).
+        let spare = budget.saturating_sub(a_bytes + b_bytes + cbufs as u64 * c + e_bytes);
+        let extra = if cores > 1 {
+            (spare / al(mr * kd * iw).max(1)) as usize
+        } else {
+            0
+        };
+        let depth = (depth + extra)
+            .min(MAX_DEPTH.max(depth))
+            .min(dmax.max(depth));
         Plan {
             mc,
             nc,
@@ -442,6 +459,9 @@ impl StreamDot {
         for &sz in &sizes {
             addrs.push(alloc(sz)?);
         }
+        // Every dependency of the stream waits in its unit's queue (the DMA front end lets
+        // unrelated copies pass a waiting one): the sequencer runs ahead issuing.
+        let unit_waits = std::mem::replace(&mut l.e.unit_waits, true);
         let slots = p.depth + 2;
         let ne = self.epi_sizes(p.mc.max(p.first_rows), p.nc).len();
         let nbb = sizes.len() - slots - p.cbufs - ne;
@@ -503,6 +523,10 @@ impl StreamDot {
                                                                // weight load): the first matmul does not share the HBM with prefetches. Later jobs'
                                                                // blocks are issued `depth` jobs ahead, into the slot job g - 2 read (long done).
         let mut loaded = 0;
+        let drain = (l.arch.mxu.rows + l.arch.mxu.cols - 1) as usize;
+        // Stores of the last chunk waiting to follow enough rows of the next: (MXU, chunk,
+        // rows since).
+        let mut deferred_st: Vec<(usize, usize, usize, MxuOp)> = Vec::new();
         for (g, j) in jobs.iter().enumerate() {
             // Before job 0 (whose data the sequencer then waits for): its blocks and the
             // next two jobs', so the HBM is busy while the sequencer waits. The lookahead
@@ -556,10 +580,24 @@ impl StreamDot {
                     };
                     emit_op(l, q as u8, &matmul, self.mode, iw);
                     l.stats.mxu_macs += (mm * l.arch.mxu.rows as usize * cols) as u64;
+                    // The previous chunk's store follows enough rows of matmuls into the
+                    // other accumulator half to cover the array's drain (`R + C − 1`): it
+                    // waits only for its own rows, so the drain overlaps these rows.
+                    if let Some(k) = deferred_st.iter().position(|d| d.0 == q) {
+                        deferred_st[k].2 += mm;
+                        if deferred_st[k].2 >= drain {
+                            let (_, _, _, st) = deferred_st.remove(k);
+                            emit_op(l, q as u8, &st, self.mode, iw);
+                        }
+                    }
                 }
             }
             if j.s + 1 == nblk {
-                // Accumulators to VMEM now (same MXU queues: in order after the matmuls).
+                // A store still deferred goes first (its chunk's half is the next chunk's).
+                for (q, _, _, st) in std::mem::take(&mut deferred_st) {
+                    emit_op(l, q as u8, &st, self.mode, iw);
+                }
+                // Accumulators to VMEM (same MXU queues: in order after the matmuls).
                 cbuf_of[j.i] = done_chunks % p.cbufs;
                 done_chunks += 1;
                 // A write still deferred from this buffer leaves first (short chunks finish
@@ -580,7 +618,12 @@ impl StreamDot {
                         stride: p.nc * 4,
                         base,
                     };
-                    emit_op(l, q as u8, &st, self.mode, iw);
+                    if g + 1 < jobs.len() && p.live == 1 {
+                        // Emitted among the next jobs' matmuls (other accumulator half).
+                        deferred_st.push((q, j.i, 0, st));
+                    } else {
+                        emit_op(l, q as u8, &st, self.mode, iw);
+                    }
                 }
                 pending_out.push((j.i, DEFER + 1));
             }
@@ -588,10 +631,17 @@ impl StreamDot {
             for po in pending_out.iter_mut() {
                 po.1 = po.1.saturating_sub(1);
             }
+            // (Not before the chunk's `mxu.st`s, which may still wait for rows of the next.)
             while let Some(&(i0, 0)) = pending_out.first() {
+                if deferred_st.iter().any(|d| d.1 == i0) {
+                    break;
+                }
                 self.store(l, &bufs, &mut epi, bufs.c[cbuf_of[i0]], mine[i0], &p, None);
                 pending_out.remove(0);
             }
+        }
+        for (q, _, _, st) in std::mem::take(&mut deferred_st) {
+            emit_op(l, q as u8, &st, self.mode, iw);
         }
         // The last chunks' writes: no compute is left to overlap, so one copy per MXU's
         // columns (each leaves when its MXU's `mxu.st` is done; they use several engines).
@@ -606,6 +656,7 @@ impl StreamDot {
                 Some(cols),
             );
         }
+        l.e.unit_waits = unit_waits;
         Ok(())
     }
 
@@ -685,6 +736,12 @@ impl StreamDot {
     ) {
         let (_, m, _, n) = self.dims;
         let (b0, m0, n0, mm) = (c.b, c.m0, c.n0, c.rows);
+        // Without an epilogue the copies wait for the chunk's `mxu.st`s in the DMA queue and
+        // the sequencer goes on issuing the next jobs. An epilogue's VPU steps come first and
+        // wait on the sequencer; a copy waiting for them would take over their accesses, and
+        // the next chunk's steps (reading the same bias tile) would then wait for the copy
+        // (the 1000×512×260 dense layer: 5,475 cycles, against 6,703).
+        let unit_waits = std::mem::replace(&mut l.e.unit_waits, self.epilogue.is_empty());
         self.run_epilogue(l, bufs, epi, cbuf, c, p);
         let ow = self.out_type().byte_size();
         let ncur = p.nc.min(n - n0);
@@ -702,6 +759,7 @@ impl StreamDot {
                 n * ow,
             );
         }
+        l.e.unit_waits = unit_waits;
     }
 
     /// DMAs each epilogue operand from HBM into its buffer.

@@ -13,6 +13,19 @@
 //! guarantees each sees the effects of the earlier ones) and need nothing. If no semaphore is
 //! free, a `fence` orders everything.
 //!
+//! **Unit-side waits.** With [`Emitter::unit_waits`] on, a new DMA copy whose conflicts are at
+//! most [`MAX_FAN_IN`] pending producers waits for them itself instead of the sequencer: each
+//! producer gets `signal=semK` and the new instruction `wait=semK` (with `k` producers, a
+//! semaphore of `COUNTED` declared `.sem semK wait=k`; a semaphore keeps the count it was
+//! first used with, since counts are the program's), so the sequencer goes on issuing and only
+//! the copy waits (the DMA front end lets unrelated copies pass a waiting one). The copy's
+//! pending entry takes over the producers' accesses (it completes after them), and semK is
+//! free again once the copy is known complete. Only copies wait on their unit: an MXU or VPU
+//! instruction waiting at its queue's head would hold back that unit, and a later reader of
+//! the same data, ordered behind the covering copy, would chain the units one after another.
+//! A streamed dot turns it on: its slot reloads (after the matmuls read the slot) and result
+//! copies (after the `mxu.st`s) no longer stop the sequencer.
+//!
 //! **Addresses.** VMEM operands are `[sB+OFF]` with a 16-bit offset: the emitter caches base
 //! values in `s1..s27` and loads a new base with `s.li` only when no cached one is in range.
 //! Operands are read at dispatch, so a register may be reloaded right after its last use.
@@ -44,6 +57,9 @@ struct Pending {
     reads: Vec<Access>,
     writes: Vec<Access>,
     sem: Option<u8>,
+    /// Semaphores (bit per semaphore) free once this instruction is known complete: the one
+    /// it waits on (`wait=`), and those of the waiting instructions it covers.
+    holds: u32,
 }
 
 /// Semaphores the compiler hands out (all of the ISA's 32).
@@ -51,6 +67,11 @@ const SEMS: usize = 32;
 /// First and last scalar register used for address bases.
 const REG_LO: u8 = 1;
 const REG_HI: u8 = 27;
+/// Semaphores the emitter may declare with a fan-in count (`.sem semK wait=k`, `k > 1`):
+/// above those blocks that signal and wait semaphores themselves use (collectives: 0..=12).
+const COUNTED: std::ops::RangeInclusive<u8> = 20..=31;
+/// Most producers one unit-side wait covers.
+pub const MAX_FAN_IN: usize = 8;
 /// Pending instructions kept per queue before the oldest is retired with a wait.
 const MAX_PENDING_PER_QUEUE: usize = 64;
 
@@ -68,6 +89,10 @@ pub struct Emitter {
     locked: u32,
     /// Counters for the compile report.
     pub stats: EmitStats,
+    /// Let unit instructions wait for their producers themselves (module docs).
+    pub unit_waits: bool,
+    /// Per semaphore: the `wait=` count declared for it (0: none, i.e. 1).
+    wait_count: [u32; SEMS],
 }
 
 /// What the emitter added to keep the program correct.
@@ -75,6 +100,8 @@ pub struct Emitter {
 pub struct EmitStats {
     /// `sem.wait` instructions emitted for cross-unit dependencies.
     pub waits: u64,
+    /// Dependencies a unit instruction waits for itself (`wait=`, no sequencer wait).
+    pub unit_waits: u64,
     /// `fence` instructions emitted.
     pub fences: u64,
     /// `s.li` instructions emitted for address bases.
@@ -100,6 +127,8 @@ impl Emitter {
             victim: REG_LO,
             locked: 0,
             stats: EmitStats::default(),
+            unit_waits: false,
+            wait_count: [0; SEMS],
         }
     }
 
@@ -121,26 +150,46 @@ impl Emitter {
 
     /// Emits a unit instruction on `queue` that reads `reads` and writes `writes`, after
     /// ordering it behind every pending instruction it conflicts with.
-    pub fn unit(&mut self, i: Inst, queue: Queue, reads: &[Access], writes: &[Access]) -> u32 {
-        let mut k = 0;
-        while k < self.pending.len() {
-            let p = &self.pending[k];
+    pub fn unit(&mut self, mut i: Inst, queue: Queue, reads: &[Access], writes: &[Access]) -> u32 {
+        let conflicts = |p: &Pending| {
             let ordered = p.queue == queue && queue != Queue::Dma;
-            let conflict = !ordered
+            !ordered
                 && (p
                     .writes
                     .iter()
                     .any(|w| reads.iter().chain(writes).any(|x| x.overlaps(w)))
-                    || p.reads.iter().any(|r| writes.iter().any(|x| x.overlaps(r))));
-            if conflict {
-                if self.sync(k) {
-                    // A fence cleared everything.
-                    break;
-                }
-            } else {
-                k += 1;
-            }
+                    || p.reads.iter().any(|r| writes.iter().any(|x| x.overlaps(r))))
+        };
+        let mut taken = None;
+        if self.unit_waits && queue == Queue::Dma {
+            taken = self.wait_on_unit(&mut i, &conflicts);
         }
+        let (mut own_reads, mut own_writes) = (reads.to_vec(), writes.to_vec());
+        let holds = match taken {
+            Some((s, covered)) => {
+                let mut holds = 1u32 << s;
+                for p in covered {
+                    own_reads.extend(p.reads);
+                    own_writes.extend(p.writes);
+                    holds |= p.holds;
+                }
+                holds
+            }
+            None => {
+                let mut k = 0;
+                while k < self.pending.len() {
+                    if conflicts(&self.pending[k]) {
+                        if self.sync(k) {
+                            // A fence cleared everything.
+                            break;
+                        }
+                    } else {
+                        k += 1;
+                    }
+                }
+                0
+            }
+        };
         // Retire the oldest pending instruction of this queue past the cap (it is long done by
         // now, so the wait costs an issue slot, not a stall): keeps the conflict scan short.
         if self.pending.iter().filter(|p| p.queue == queue).count() >= MAX_PENDING_PER_QUEUE {
@@ -153,11 +202,63 @@ impl Emitter {
         self.pending.push(Pending {
             pc,
             queue,
-            reads: reads.to_vec(),
-            writes: writes.to_vec(),
+            reads: own_reads,
+            writes: own_writes,
             sem: None,
+            holds,
         });
         pc
+    }
+
+    /// Makes `i` wait for the pending producers it conflicts with itself (module docs):
+    /// returns the semaphore and the producers' entries (removed from `pending`), or `None`
+    /// (nothing changed) when there are none, too many, or no semaphore fits.
+    fn wait_on_unit(
+        &mut self,
+        i: &mut Inst,
+        conflicts: &dyn Fn(&Pending) -> bool,
+    ) -> Option<(u8, Vec<Pending>)> {
+        let ks: Vec<usize> = (0..self.pending.len())
+            .filter(|&k| conflicts(&self.pending[k]))
+            .collect();
+        if ks.is_empty() || ks.len() > MAX_FAN_IN || i.sync().0.is_some() {
+            return None;
+        }
+        let n = ks.len() as u32;
+        let first = ks.iter().map(|&k| self.pending[k].pc).min()?;
+        let s = (0..SEMS).find(|&s| {
+            let free = matches!(self.sem_free[s], Some(at) if at <= first);
+            let count = self.wait_count[s];
+            free && (count == n || count == 0 && (n == 1) != COUNTED.contains(&(s as u8)))
+        })?;
+        let sem = Some(Sem(s as u8));
+        for &k in &ks {
+            let pc = self.pending[k].pc;
+            let ok = self
+                .b
+                .inst_mut(pc)
+                .map(|p| p.set_sync("signal", sem))
+                .unwrap_or(false);
+            if !ok {
+                // Cannot happen for unit instructions: undo and let the sequencer wait.
+                for &k2 in &ks {
+                    if let Some(p) = self.b.inst_mut(self.pending[k2].pc) {
+                        p.set_sync("signal", None);
+                    }
+                }
+                return None;
+            }
+        }
+        i.set_sync("wait", sem);
+        // Counts are the program's: a semaphore keeps the count it was first used with.
+        self.wait_count[s] = n;
+        self.sem_free[s] = None;
+        self.stats.unit_waits += 1;
+        let mut covered = Vec::with_capacity(ks.len());
+        for &k in ks.iter().rev() {
+            covered.push(self.pending.remove(k));
+        }
+        Some((s as u8, covered))
     }
 
     /// Waits (on the sequencer) until pending instruction `k` has completed; returns true if
@@ -174,6 +275,7 @@ impl Emitter {
         };
         let p = self.pending.remove(k);
         debug_assert!(p.sem.is_none());
+        let held = p.holds;
         let patched = self
             .b
             .inst_mut(p.pc)
@@ -189,6 +291,12 @@ impl Emitter {
             n: 1,
         });
         self.sem_free[s] = Some(at);
+        for h in 0..SEMS {
+            if held & (1 << h) != 0 {
+                // The instruction (or one it covers) waited on `h` before it completed.
+                self.sem_free[h] = Some(at);
+            }
+        }
         self.stats.waits += 1;
         false
     }
@@ -308,9 +416,19 @@ impl Emitter {
     pub fn finish(mut self) -> CResult<isa::Program> {
         self.b.end_hlo();
         self.b.emit(Inst::Halt {});
-        self.b
+        let mut prog = self
+            .b
             .finish()
-            .map_err(|e| CompileError::Internal(format!("emitted program is invalid: {e}")))
+            .map_err(|e| CompileError::Internal(format!("emitted program is invalid: {e}")))?;
+        for (s, &w) in self.wait_count.iter().enumerate() {
+            if w > 1 {
+                prog.sems.push(isa::SemDecl {
+                    wait: w,
+                    ..isa::SemDecl::plain(s as u8)
+                });
+            }
+        }
+        Ok(prog)
     }
 }
 
