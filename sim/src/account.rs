@@ -43,10 +43,23 @@ pub struct Timeline {
     stall_by_reason: Vec<StatId>,
     /// The latest horizon promised by `flush_until` (classification may lag behind it).
     promised: u64,
-    /// Scratch of `flush_until`: interval ends (cycle, is start, interval index).
-    events: Vec<(u64, bool, u32)>,
+    /// Scratch of `flush_until`: interval ends, as sort keys (see [`end_key`]).
+    events: Vec<u128>,
     /// Scratch of `flush_until`: the stall intervals covering the sweep position.
     active: Vec<u32>,
+}
+
+/// The sort key of an interval end: by cycle, then ends before starts, then by report order
+/// (the interval's index).
+#[inline]
+fn end_key(at: u64, start: bool, i: u32) -> u128 {
+    (at as u128) << 64 | (start as u128) << 32 | i as u128
+}
+
+/// The cycle, kind and interval index of an [`end_key`].
+#[inline]
+fn key_parts(k: u128) -> (u64, bool, u32) {
+    ((k >> 64) as u64, (k >> 32) & 1 == 1, k as u32)
 }
 
 impl Timeline {
@@ -125,19 +138,19 @@ impl Timeline {
         for (i, iv) in self.pending.iter().enumerate() {
             let (from, to) = (iv.from.max(self.cursor), iv.to.min(horizon));
             if from < to {
-                ev.push((from, true, i as u32));
-                ev.push((to, false, i as u32));
+                ev.push(end_key(from, true, i as u32));
+                ev.push(end_key(to, false, i as u32));
             }
         }
         // Ends before starts at the same cycle; then by report order.
-        ev.sort_unstable_by_key(|&(x, start, i)| (x, start, i));
+        ev.sort_unstable();
         let mut busy = 0u32;
         let mut stalls: Vec<u32> = std::mem::take(&mut self.active);
         stalls.clear();
         let mut at = self.cursor;
         let mut k = 0;
         while at < horizon {
-            let next = ev.get(k).map_or(horizon, |e| e.0.min(horizon));
+            let next = ev.get(k).map_or(horizon, |&e| key_parts(e).0.min(horizon));
             if next > at {
                 let d = next - at;
                 if busy > 0 {
@@ -153,7 +166,8 @@ impl Timeline {
                 }
                 at = next;
             }
-            while let Some(&(x, start, i)) = ev.get(k) {
+            while let Some(&e) = ev.get(k) {
+                let (x, start, i) = key_parts(e);
                 if x != at {
                     break;
                 }

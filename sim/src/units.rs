@@ -52,26 +52,73 @@ pub fn resolve(regs: &[u64; 32], inst: &Inst) -> Result<[u64; 4], String> {
     inst.resolve(regs)
 }
 
-/// What the derived accesses need beyond the instruction: the program's descriptors and
-/// patterns, and (functional runs) the contents of an index table in this core's VMEM.
+/// A command's derived accesses (`isa::Inst::accesses`) and what their consumers read from
+/// them: the VPU's shape, the VMEM port booking and the race check.
+#[derive(Clone, Debug)]
+pub(crate) struct Derived {
+    /// One per declared use, in the row's order.
+    pub touched: isa::UseList<isa::roles::Touched>,
+    /// The VMEM bytes the instruction moves (the sum over its VMEM operands): what it books
+    /// on the core's VMEM port.
+    pub vmem_moved: u64,
+    /// The race check's view (every run, with whether it is written), made on first use.
+    touches: std::sync::OnceLock<std::sync::Arc<[crate::race::Touch]>>,
+}
+
+impl Derived {
+    fn new(touched: isa::UseList<isa::roles::Touched>) -> Derived {
+        let vmem_moved = touched
+            .iter()
+            .filter(|t| t.use_.space == Space::Vmem)
+            .map(|t| t.moved)
+            .sum();
+        Derived {
+            touched,
+            vmem_moved,
+            touches: Default::default(),
+        }
+    }
+
+    /// Every run of every operand, with whether it is written.
+    pub fn touches(&self) -> std::sync::Arc<[crate::race::Touch]> {
+        self.touches
+            .get_or_init(|| {
+                self.touched
+                    .iter()
+                    .flat_map(|t| {
+                        let write = t.use_.role.writes();
+                        t.runs
+                            .iter()
+                            .map(move |&acc| crate::race::Touch { acc, write })
+                    })
+                    .collect()
+            })
+            .clone()
+    }
+}
+
 /// `cmd`'s derived accesses (`isa::Inst::accesses` in `ctx`), worked out once per command:
 /// kept in `cmd.accesses` when no operand depends on memory contents (the VPU's shape, the
-/// VMEM port and the race check all read them); a data-dependent one is derived in each
-/// caller's `ctx` (the race check reads the functional VMEM's index tables).
-pub(crate) fn derived<'c>(
-    cmd: &'c Cmd,
-    ctx: &Ctx<'_>,
-) -> std::borrow::Cow<'c, [isa::roles::Touched]> {
+/// VMEM port and the race check all read them, and the chip keeps them for the next command
+/// of the same pc with the same operand values: `Chip::derived_cache`); a data-dependent one
+/// is derived in each caller's `ctx` (the race check reads the functional VMEM's index
+/// tables).
+pub(crate) fn derived<'c>(cmd: &'c Cmd, ctx: &Ctx<'_>) -> std::borrow::Cow<'c, Derived> {
     if let Some(v) = cmd.accesses.get() {
         return std::borrow::Cow::Borrowed(v);
     }
     let v = cmd.inst.accesses(&cmd.a, ctx);
     if v.iter().all(|t| t.hull.is_some()) {
-        return std::borrow::Cow::Borrowed(cmd.accesses.get_or_init(|| v));
+        let d = cmd
+            .accesses
+            .get_or_init(|| std::sync::Arc::new(Derived::new(v)));
+        return std::borrow::Cow::Borrowed(d);
     }
-    std::borrow::Cow::Owned(v)
+    std::borrow::Cow::Owned(Derived::new(v))
 }
 
+/// What the derived accesses need beyond the instruction: the program's descriptors and
+/// patterns, and (functional runs) the contents of an index table in this core's VMEM.
 pub(crate) struct Ctx<'a> {
     pub prog: &'a isa::Program,
     pub vmem: Option<&'a crate::memory::Memory>,
@@ -230,12 +277,8 @@ impl Chip {
                 }
                 _ => self.start_mxu(env, now, c, u - MXU0, &cmd)?,
             };
-            let touches = if self.races.is_some() {
-                self.touches(env, c, &cmd)
-            } else {
-                Vec::new()
-            };
             if self.races.is_some() {
+                let touches = self.touches(env, c, &cmd);
                 let live = crate::race::Live {
                     core: c as u32,
                     unit: u,
@@ -262,6 +305,18 @@ impl Chip {
                     if let Some(Err(msg)) = self.races.as_mut().map(|r| r.add(live)) {
                         self.race(msg)?;
                     }
+                }
+            }
+            // Keep the derived accesses for the next command of this pc with these operand
+            // values (a loop's body).
+            if let Some(d) = cmd.accesses.get() {
+                let pc = cmd.pc as usize;
+                if self.derived_cache.len() <= pc {
+                    self.derived_cache.resize(pc + 1, None);
+                }
+                let slot = &mut self.derived_cache[pc];
+                if !matches!(slot, Some((a, k)) if *a == cmd.a && std::sync::Arc::ptr_eq(k, d)) {
+                    *slot = Some((cmd.a, d.clone()));
                 }
             }
             let unit = &mut self.cores[c].units[u];
@@ -307,20 +362,12 @@ impl Chip {
     /// table's operand roles derive (`isa::Inst::accesses`). A gathered operand's bytes are
     /// the ones its index table names (functional runs read it; timing-only runs cannot, and
     /// do not check it).
-    fn touches(&self, env: &Env<'_>, c: usize, cmd: &Cmd) -> Vec<crate::race::Touch> {
+    fn touches(&self, env: &Env<'_>, c: usize, cmd: &Cmd) -> std::sync::Arc<[crate::race::Touch]> {
         let ctx = Ctx {
             prog: &env.prog.program,
             vmem: env.functional.then_some(&self.cores[c].vmem),
         };
-        fn touch(v: &[isa::roles::Touched]) -> Vec<crate::race::Touch> {
-            let mut out = Vec::new();
-            for t in v {
-                let write = t.use_.role.writes();
-                out.extend(t.runs.iter().map(|&acc| crate::race::Touch { acc, write }));
-            }
-            out
-        }
-        touch(&derived(cmd, &ctx))
+        derived(cmd, &ctx).touches()
     }
 
     /// The VMEM bytes an instruction moves (the sum over its VMEM operands' derived
@@ -330,11 +377,7 @@ impl Chip {
             prog: &env.prog.program,
             vmem: None,
         };
-        derived(cmd, &ctx)
-            .iter()
-            .filter(|t| t.use_.space == Space::Vmem)
-            .map(|t| t.moved)
-            .sum()
+        derived(cmd, &ctx).vmem_moved
     }
 
     #[allow(clippy::too_many_arguments)]

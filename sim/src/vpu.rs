@@ -99,7 +99,7 @@ pub(crate) fn shape(cmd: &Cmd, prog: &isa::Program, vmem_cap: u64) -> Shape {
     let inst = &cmd.inst;
     let (mut elems, mut cost_t, mut bytes) = (0u64, None::<DType>, 0u64);
     let (mut dst, mut srcs, mut k) = ((0u64, 0u64), [(0u64, 0u64); 3], 0);
-    for t in crate::units::derived(cmd, &ctx).iter() {
+    for t in crate::units::derived(cmd, &ctx).touched.iter() {
         elems = elems.max(t.use_.extent.count());
         if cost_t.is_none_or(|c| t.use_.elem.bytes() > c.bytes()) {
             cost_t = Some(t.use_.elem);

@@ -49,7 +49,14 @@ fn acc(p: &Program, text: &str, regs: &[(usize, u64)]) -> Vec<(String, Role, Vec
     let a = i.resolve(&r).unwrap();
     i.accesses(&a, p as &dyn AccessCtx)
         .into_iter()
-        .map(|t| (t.use_.field.to_string(), t.use_.role, t.runs, t.moved))
+        .map(|t| {
+            (
+                t.use_.field.to_string(),
+                t.use_.role,
+                t.runs.to_vec(),
+                t.moved,
+            )
+        })
         .collect()
 }
 
