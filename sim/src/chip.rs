@@ -176,8 +176,8 @@ pub struct Chip {
     pub self_arriving: Vec<Option<(crate::ici::Post, crate::ici::Post)>>,
     /// By pc: the derived accesses of the last command started there whose accesses depend
     /// on nothing but the instruction and its operand values (`units::derived`), with those
-    /// values: a command dispatched at that pc with the same values takes them as they are.
-    pub(crate) derived_cache: Vec<Option<([u64; 4], std::sync::Arc<crate::units::Derived>)>>,
+    /// values: a later command at that pc with the same values reads them as they are.
+    pub(crate) derived_cache: crate::units::DerivedCache,
 }
 
 /// One MXU operation as the simulator executed it: the stream a compiled program feeds an

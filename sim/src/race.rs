@@ -18,12 +18,104 @@ use isa::{Access, Space};
 pub const MAX_RUNS: u64 = isa::roles::MAX_RUNS;
 
 /// One memory operand of an instruction.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Touch {
     /// The bytes.
     pub acc: Access,
     /// Written (else read).
     pub write: bool,
+}
+
+/// Touches kept inline (no allocation) in [`Touches`].
+const INLINE_TOUCHES: usize = 4;
+
+/// The memory operands of an instruction: a few inline, more shared. Reads as a slice.
+#[derive(Clone, Debug)]
+pub enum Touches {
+    /// Up to [`INLINE_TOUCHES`]: the first `n`.
+    Inline(u8, [Touch; INLINE_TOUCHES]),
+    /// More.
+    Shared(std::sync::Arc<[Touch]>),
+}
+
+impl std::ops::Deref for Touches {
+    type Target = [Touch];
+    fn deref(&self) -> &[Touch] {
+        match self {
+            Touches::Inline(n, t) => &t[..*n as usize],
+            Touches::Shared(t) => t,
+        }
+    }
+}
+
+impl FromIterator<Touch> for Touches {
+    fn from_iter<I: IntoIterator<Item = Touch>>(it: I) -> Touches {
+        let empty = Touch {
+            acc: Access::vmem(0, 0),
+            write: false,
+        };
+        let mut buf = [empty; INLINE_TOUCHES];
+        let mut it = it.into_iter();
+        let mut n = 0;
+        for t in it.by_ref() {
+            if n == INLINE_TOUCHES {
+                let mut v = buf.to_vec();
+                v.push(t);
+                v.extend(it);
+                return Touches::Shared(v.into());
+            }
+            buf[n] = t;
+            n += 1;
+        }
+        Touches::Inline(n as u8, buf)
+    }
+}
+
+impl From<Vec<Touch>> for Touches {
+    fn from(v: Vec<Touch>) -> Touches {
+        v.into_iter().collect()
+    }
+}
+
+/// A short name kept inline (a unit's, e.g. `core0.mxu1`; longer ones are cut at a character
+/// boundary), so recording an instruction in flight allocates and shares nothing.
+#[derive(Clone, Copy)]
+pub struct Name {
+    len: u8,
+    bytes: [u8; 30],
+}
+
+impl Name {
+    /// `s`, cut to 30 bytes.
+    pub fn new(s: &str) -> Name {
+        let mut len = s.len().min(30);
+        while !s.is_char_boundary(len) {
+            len -= 1;
+        }
+        let mut bytes = [0u8; 30];
+        bytes[..len].copy_from_slice(&s.as_bytes()[..len]);
+        Name {
+            len: len as u8,
+            bytes,
+        }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or("?")
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
 }
 
 /// An instruction in flight.
@@ -40,7 +132,7 @@ pub struct Live {
     /// Program counter.
     pub pc: u32,
     /// Unit name, e.g. `core0.vpu`.
-    pub unit_name: std::sync::Arc<str>,
+    pub unit_name: Name,
     /// The instruction (rendered as assembly in reports).
     pub inst: isa::Inst,
     /// HLO symbol, if any.
@@ -49,8 +141,8 @@ pub struct Live {
     pub start: u64,
     /// Completion (`u64::MAX` until known).
     pub done: u64,
-    /// Its memory operands (shared with the command's derived accesses).
-    pub touches: std::sync::Arc<[Touch]>,
+    /// Its memory operands.
+    pub touches: Touches,
 }
 
 impl Live {
@@ -530,7 +622,7 @@ mod tests {
             dma,
             id: 0,
             pc: 0,
-            unit_name: format!("u{unit}").into(),
+            unit_name: Name::new(&format!("u{unit}")),
             inst: isa::Inst::Nop {},
             symbol: None,
             start,

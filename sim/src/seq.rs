@@ -274,17 +274,13 @@ impl Chip {
                 } else {
                     let a = resolve(&self.cores[c].regs, &inst)
                         .map_err(|m| self.exec_err(env, c, pc, m))?;
-                    let accesses = match self.derived_cache.get(pc as usize) {
-                        Some(Some((k, d))) if *k == a => std::cell::OnceCell::from(d.clone()),
-                        _ => Default::default(),
-                    };
                     let core = &mut self.cores[c];
                     core.units[u].q.push_back(Cmd {
                         inst,
                         a,
                         pc,
                         dispatched: now,
-                        accesses,
+                        accesses: Default::default(),
                     });
                     core.outstanding += 1;
                     env.stats.add(core.seq_stats.dispatched, 1);
