@@ -79,9 +79,24 @@ impl VmemPort {
         let i = self.before(t);
         if self.used.get(i).is_none_or(|&(k, _)| k != t) {
             let u = if i == 0 { 0 } else { self.used[i - 1].1 };
-            self.used.insert(i, (t, u));
+            // Insert at `i` by shifting the few later keys (cheaper than a memmove call).
+            self.used.push((t, u));
+            for j in (i + 1..self.used.len()).rev() {
+                self.used.swap(j, j - 1);
+            }
         }
         i
+    }
+
+    /// Drops the first `n` keys.
+    fn drop_front(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        for j in n..self.used.len() {
+            self.used[j - n] = self.used[j];
+        }
+        self.used.truncate(self.used.len() - n);
     }
 
     /// Adds `x` bytes per cycle over `[a, b)`.
@@ -161,12 +176,12 @@ impl VmemPort {
         }
         let (k, u) = self.used[i - 1];
         if k == t {
-            self.used.drain(..i - 1);
+            self.drop_front(i - 1);
         } else if u != 0 {
             self.used[i - 1] = (t, u);
-            self.used.drain(..i - 1);
+            self.drop_front(i - 1);
         } else {
-            self.used.drain(..i);
+            self.drop_front(i);
         }
     }
 
