@@ -6,7 +6,7 @@ use crate::operand::Space;
 
 /// Bytes an instruction touches: `rows` runs of `row_bytes` bytes, `stride` apart, from
 /// `start` in `space`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Access {
     /// Memory space.
     pub space: Space,

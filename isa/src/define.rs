@@ -59,6 +59,14 @@ macro_rules! define_isa {
             );
         )*
 
+        $(
+            #[allow(unused_comparisons)]
+            const _: () = assert!(
+                0 $($(+ { let _ = stringify!($mf); 1 })*)? <= $crate::roles::MAX_USES,
+                concat!("instruction `", $mnem, "` has more memory operands than roles::MAX_USES")
+            );
+        )*
+
         /// The instruction table: one row per instruction, in declaration order.
         pub static TABLE: &[InstInfo] = &[
             $(
@@ -139,6 +147,24 @@ macro_rules! define_isa {
             /// Timing class.
             pub fn timing(self) -> TimingClass {
                 match self { $(Opcode::$name => TimingClass::$timing,)* }
+            }
+
+            /// The positions among the positional operands of `lim` and `idx` (a scattered
+            /// or indexed operand's limit register and index table), if the row has them:
+            /// constants the macro works out at compile time.
+            pub(crate) fn lim_idx_positions(self) -> (Option<usize>, Option<usize>) {
+                match self {
+                    $(Opcode::$name => {
+                        const P: (Option<usize>, Option<usize>) = {
+                            let pos: &[&str] = &[$(stringify!($pf)),*];
+                            (
+                                $crate::roles::find_position("lim", pos),
+                                $crate::roles::find_position("idx", pos),
+                            )
+                        };
+                        P
+                    })*
+                }
             }
         }
 
@@ -236,27 +262,39 @@ macro_rules! define_isa {
 
             /// The memory operands of this instruction with their role, element type and extent,
             /// as its table row's `[ ... ]` clause declares them (src/roles.rs).
-            pub fn operand_uses(&self) -> Vec<$crate::roles::OperandUse> {
+            pub fn operand_uses(&self) -> $crate::roles::UseList<$crate::roles::OperandUse> {
                 #[allow(unused_imports)]
                 use $crate::roles::rule::*;
                 #[allow(unused_variables)]
                 let pat = self.pat().map(|p| p.0);
+                #[allow(unused_mut)]
+                let mut out = $crate::roles::UseList::new();
                 #[allow(unused_variables)]
                 match *self {
                     $(
-                        Inst::$name { $($pf,)* $($kf,)* } => vec![$($({
-                            let (elem, extent) = $mrule($($marg),*);
-                            $crate::roles::OperandUse {
-                                field: stringify!($mf),
-                                role: $crate::inst::Role::$mrole,
-                                elem,
-                                extent,
-                                space: Operand::mem_space(&$mf).unwrap_or($crate::operand::Space::Vmem),
-                                pattern: pat,
-                            }
-                        },)*)?],
+                        Inst::$name { $($pf,)* $($kf,)* } => {
+                            #[allow(dead_code)]
+                            const POSITIONAL: &[&str] = &[$(stringify!($pf)),*];
+                            $($(
+                                let (elem, extent) = $mrule($($marg),*);
+                                out.push($crate::roles::OperandUse {
+                                    field: stringify!($mf),
+                                    position: {
+                                        const P: usize =
+                                            $crate::roles::position_of(stringify!($mf), POSITIONAL);
+                                        P
+                                    },
+                                    role: $crate::inst::Role::$mrole,
+                                    elem,
+                                    extent,
+                                    space: Operand::mem_space(&$mf).unwrap_or($crate::operand::Space::Vmem),
+                                    pattern: pat,
+                                });
+                            )*)?
+                        }
                     )*
                 }
+                out
             }
 
             /// The positional operands' VMEM addresses (`None` for other kinds), in order.

@@ -37,7 +37,7 @@ pub use program::{
     ChunkOffsets, DataSegment, DmaDesc, DmaDim, Layout, PatDim, Pattern, Program, ProgramError,
     Region, RegionArray, RegionIo, SemDecl, SymbolRange, MAX_DMA_DIMS, MAX_PAT_DIMS,
 };
-pub use roles::{AccessCtx, Extent, OperandUse, Touched};
+pub use roles::{AccessCtx, Extent, OperandUse, Runs, Touched, UseList};
 pub use table::{Inst, Opcode, TABLE};
 pub use word::{DecodeError, EncodeError, Word, OPCODE_BITS, WORD_BITS};
 

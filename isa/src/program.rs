@@ -264,28 +264,57 @@ impl Layout {
             return vec![Access::runs(space, base, self.max_offset(n) + unit, 0, 1)];
         }
         let mut out: Vec<Access> = Vec::new();
+        // The runs in `out`, counted (a block equal to one of them adds nothing); with few
+        // blocks `out` itself is searched.
+        let mut seen: Option<std::collections::HashMap<Access, u32>> =
+            (blocks > 16).then(std::collections::HashMap::new);
+        fn count(seen: &mut Option<std::collections::HashMap<Access, u32>>, a: Access, add: bool) {
+            if let Some(m) = seen {
+                let e = m.entry(a).or_insert(0);
+                if add {
+                    *e += 1;
+                } else {
+                    *e -= 1;
+                    if *e == 0 {
+                        m.remove(&a);
+                    }
+                }
+            }
+        }
         for b in 0..blocks {
             let cnt = c0.min(n - b * c0);
             let a = Access::runs(space, base + self.offset(b * c0), unit, d0.stride, cnt);
-            if out.contains(&a) {
+            let present = match &seen {
+                Some(m) => m.contains_key(&a),
+                None => out.contains(&a),
+            };
+            if present {
                 continue;
             }
             // Single runs at a constant spacing merge into one strided access.
             if let Some(last) = out.last_mut() {
                 if a.rows == 1 && last.row_bytes == a.row_bytes && a.start > last.start {
                     let gap = a.start - last.start;
+                    let old = *last;
                     if last.rows == 1 && gap >= a.row_bytes {
                         last.stride = gap;
                         last.rows = 2;
+                        let new = *last;
+                        count(&mut seen, old, false);
+                        count(&mut seen, new, true);
                         continue;
                     }
                     if last.rows > 1 && a.start == last.start + last.rows * last.stride {
                         last.rows += 1;
+                        let new = *last;
+                        count(&mut seen, old, false);
+                        count(&mut seen, new, true);
                         continue;
                     }
                 }
             }
             out.push(a);
+            count(&mut seen, a, true);
         }
         out
     }

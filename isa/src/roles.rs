@@ -70,6 +70,9 @@ pub enum Extent {
 pub struct OperandUse {
     /// Field name in the table row.
     pub field: &'static str,
+    /// Its index among the row's positional operands (where [`Inst::resolve`](crate::Inst::resolve)
+    /// puts its address), a constant the table's macro works out at compile time.
+    pub position: usize,
     /// Read, written, or both.
     pub role: Role,
     /// Element type.
@@ -80,6 +83,159 @@ pub struct OperandUse {
     pub space: Space,
     /// The operand's address pattern, if the instruction gives it one (`pat=`).
     pub pattern: Option<u32>,
+}
+
+impl Default for OperandUse {
+    /// A placeholder (an empty read of VMEM), for the unused slots of a [`UseList`].
+    fn default() -> Self {
+        OperandUse {
+            field: "",
+            position: 0,
+            role: Role::Read,
+            elem: DType::U8,
+            extent: Extent::Elems(0),
+            space: Space::Vmem,
+            pattern: None,
+        }
+    }
+}
+
+/// Most memory operands one instruction has (checked at compile time by the table's macro).
+pub const MAX_USES: usize = 4;
+
+/// Up to [`MAX_USES`] items, inline (no allocation): an instruction's uses or accesses, in the
+/// row's order. Reads as a slice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UseList<T> {
+    len: usize,
+    items: [T; MAX_USES],
+}
+
+impl<T: Default> Default for UseList<T> {
+    fn default() -> Self {
+        UseList {
+            len: 0,
+            items: std::array::from_fn(|_| T::default()),
+        }
+    }
+}
+
+impl<T: Default> UseList<T> {
+    /// An empty list.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Appends `x`; panics past [`MAX_USES`] (the table's macro rules that out).
+    pub fn push(&mut self, x: T) {
+        assert!(self.len < MAX_USES, "more than {MAX_USES} memory operands");
+        self.items[self.len] = x;
+        self.len += 1;
+    }
+}
+
+impl<T> std::ops::Deref for UseList<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.items[..self.len]
+    }
+}
+
+impl<'a, T> IntoIterator for &'a UseList<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items[..self.len].iter()
+    }
+}
+
+impl<T> IntoIterator for UseList<T> {
+    type Item = T;
+    type IntoIter = std::iter::Take<std::array::IntoIter<T, MAX_USES>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter().take(self.len)
+    }
+}
+
+/// The index of `field` among `positional` (the table's macro calls it in constants, so a use
+/// naming no positional operand fails to compile).
+pub const fn position_of(field: &str, positional: &[&str]) -> usize {
+    match find_position(field, positional) {
+        Some(i) => i,
+        None => panic!("a memory operand's use names no positional operand"),
+    }
+}
+
+/// The index of `field` among `positional`, if it is one (usable in constants).
+pub const fn find_position(field: &str, positional: &[&str]) -> Option<usize> {
+    let f = field.as_bytes();
+    let mut i = 0;
+    while i < positional.len() {
+        let p = positional[i].as_bytes();
+        if p.len() == f.len() {
+            let mut j = 0;
+            while j < f.len() && p[j] == f[j] {
+                j += 1;
+            }
+            if j == f.len() {
+                return Some(i);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The runs of bytes one use touches: none, one (the common case, inline) or several.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Runs {
+    /// No bytes (or not listed).
+    #[default]
+    None,
+    /// One run set.
+    One(Access),
+    /// Several.
+    Many(Vec<Access>),
+}
+
+impl Runs {
+    /// Keeps the runs with at least one byte.
+    fn nonempty(self) -> Runs {
+        match self {
+            Runs::One(a) if a.row_bytes == 0 => Runs::None,
+            Runs::Many(mut v) => {
+                v.retain(|a| a.row_bytes > 0);
+                Runs::from(v)
+            }
+            r => r,
+        }
+    }
+}
+
+impl From<Vec<Access>> for Runs {
+    fn from(v: Vec<Access>) -> Runs {
+        match v.len() {
+            0 => Runs::None,
+            1 => Runs::One(v[0]),
+            _ => Runs::Many(v),
+        }
+    }
+}
+
+impl std::ops::Deref for Runs {
+    type Target = [Access];
+    fn deref(&self) -> &[Access] {
+        match self {
+            Runs::None => &[],
+            Runs::One(a) => std::slice::from_ref(a),
+            Runs::Many(v) => v,
+        }
+    }
+}
+
+impl PartialEq<Vec<Access>> for Runs {
+    fn eq(&self, o: &Vec<Access>) -> bool {
+        **self == **o
+    }
 }
 
 /// The docs' view of one use: field, role, element type and extent as written in the table.
@@ -131,13 +287,13 @@ impl AccessCtx for crate::Program {
 }
 
 /// The bytes one use touches, once its address is known.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Touched {
     /// The use.
     pub use_: OperandUse,
     /// The exact bytes, as runs (empty if unknown: a gathered operand whose table cannot be
     /// read, or a DMA side with more runs than [`MAX_RUNS`]).
-    pub runs: Vec<Access>,
+    pub runs: Runs,
     /// Bytes the operand moves through its memory's port (reads plus writes; an element a
     /// pattern repeats is read once).
     pub moved: u64,
@@ -206,32 +362,38 @@ pub fn touched(u: OperandUse, addr: u64, lim: u64, idx: u64, ctx: &dyn AccessCtx
         .and_then(|p| p.layout(u.field));
     let (runs, moved) = match u.extent {
         Extent::Elems(n) => match lay {
-            Some(l) => (l.runs(u.space, addr, n, size), l.distinct(n) * size),
-            None => (vec![Access::runs(u.space, addr, n * size, 0, 1)], n * size),
+            Some(l) => (l.runs(u.space, addr, n, size).into(), l.distinct(n) * size),
+            None => (
+                Runs::One(Access::runs(u.space, addr, n * size, 0, 1)),
+                n * size,
+            ),
         },
         Extent::Rows { rows, cols, stride } => {
             let row = cols * size;
             match lay {
-                Some(l) => (l.runs(u.space, addr, rows, row), l.distinct(rows) * row),
+                Some(l) => (
+                    l.runs(u.space, addr, rows, row).into(),
+                    l.distinct(rows) * row,
+                ),
                 None => (
-                    vec![Access::runs(u.space, addr, row, stride, rows)],
+                    Runs::One(Access::runs(u.space, addr, row, stride, rows)),
                     rows * row,
                 ),
             }
         }
         Extent::Desc { desc, src } => match ctx.dma_desc(desc) {
             Some(d) => (
-                dma_side(u.space, addr, d, src).unwrap_or_default(),
+                dma_side(u.space, addr, d, src).unwrap_or_default().into(),
                 d.total_bytes(),
             ),
-            None => (Vec::new(), 0),
+            None => (Runs::None, 0),
         },
         Extent::Gathered(n) => {
             let runs = if n == 0 {
-                Vec::new()
+                Runs::None
             } else {
                 ctx.max_index(idx, n)
-                    .map(|hi| vec![Access::runs(u.space, addr, (hi + 1) * size, 0, 1)])
+                    .map(|hi| Runs::One(Access::runs(u.space, addr, (hi + 1) * size, 0, 1)))
                     .unwrap_or_default()
             };
             (runs, n * size)
@@ -241,7 +403,7 @@ pub fn touched(u: OperandUse, addr: u64, lim: u64, idx: u64, ctx: &dyn AccessCtx
                 .dma_desc(desc)
                 .and_then(|d| d.dims.first())
                 .map_or(0, |d| d.count as u64);
-            (vec![Access::runs(u.space, addr, 4 * n, 0, 1)], 4 * n)
+            (Runs::One(Access::runs(u.space, addr, 4 * n, 0, 1)), 4 * n)
         }
         Extent::IndexedRows {
             desc,
@@ -252,7 +414,7 @@ pub fn touched(u: OperandUse, addr: u64, lim: u64, idx: u64, ctx: &dyn AccessCtx
                 .dma_desc(desc)
                 .and_then(|d| Some((d.len as u64, *d.dims.first()?)))
             {
-                None => (Vec::new(), 0),
+                None => (Runs::None, 0),
                 Some((len, dim)) => {
                     let stride = if src { dim.src_stride } else { dim.dst_stride };
                     let n = dim.count as u64;
@@ -274,17 +436,17 @@ pub fn touched(u: OperandUse, addr: u64, lim: u64, idx: u64, ctx: &dyn AccessCtx
                             if runs.len() as u64 > MAX_RUNS {
                                 runs.clear(); // too many to list: not checked
                             }
-                            (runs, rows * len)
+                            (runs.into(), rows * len)
                         }
                         // Unknown indices: every row the side can reach.
                         None => {
                             let reach = if by_index { lim } else { n };
                             let runs = match (stride >= 0, reach) {
-                                (_, 0) => Vec::new(),
+                                (_, 0) => Runs::None,
                                 (true, r) => {
-                                    vec![Access::runs(u.space, addr, len, stride as u64, r)]
+                                    Runs::One(Access::runs(u.space, addr, len, stride as u64, r))
                                 }
-                                (false, _) => Vec::new(),
+                                (false, _) => Runs::None,
                             };
                             (runs, n * len)
                         }
@@ -293,11 +455,11 @@ pub fn touched(u: OperandUse, addr: u64, lim: u64, idx: u64, ctx: &dyn AccessCtx
             }
         }
         Extent::Scattered(n) => (
-            vec![Access::runs(u.space, addr, lim.saturating_mul(size), 0, 1)],
+            Runs::One(Access::runs(u.space, addr, lim.saturating_mul(size), 0, 1)),
             2 * n * size,
         ),
     };
-    let runs: Vec<Access> = runs.into_iter().filter(|a| a.row_bytes > 0).collect();
+    let runs = runs.nonempty();
     let hull = match u.extent {
         Extent::Gathered(_) | Extent::IndexedRows { .. } => None,
         _ => Some(hull_of(&runs).unwrap_or((addr, addr))),
@@ -403,15 +565,15 @@ impl Inst {
     /// dispatch (`a`): one [`Touched`] per declared use, in the row's order. A scattered
     /// operand's limit is the value of the positional operand `lim`; a gathered or scattered
     /// operand's index table is the operand `idx`.
-    pub fn accesses(&self, a: &[u64; 4], ctx: &dyn AccessCtx) -> Vec<Touched> {
-        let info = self.opcode().info();
-        let at = |f: &str| info.position(f).and_then(|p| a.get(p).copied());
-        let lim = at("lim").unwrap_or(0);
-        let idx = at("idx").unwrap_or(0);
-        self.operand_uses()
-            .into_iter()
-            .map(|u| touched(u, at(u.field).unwrap_or(0), lim, idx, ctx))
-            .collect()
+    pub fn accesses(&self, a: &[u64; 4], ctx: &dyn AccessCtx) -> UseList<Touched> {
+        let (lim, idx) = self.opcode().lim_idx_positions();
+        let at = |p: Option<usize>| p.and_then(|p| a.get(p).copied()).unwrap_or(0);
+        let (lim, idx) = (at(lim), at(idx));
+        let mut out = UseList::new();
+        for u in self.operand_uses() {
+            out.push(touched(u, at(Some(u.position)), lim, idx, ctx));
+        }
+        out
     }
 
     /// The VMEM vector operands (`vaddr`) of this instruction, in operand order, with their

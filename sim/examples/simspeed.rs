@@ -1,8 +1,8 @@
 //! Measures simulator speed on an assembly program without building the CLI:
-//! `cargo run --release -p sim --example simspeed -- PROG.s ARCH [--timing-only]`.
+//! `cargo run --release -p sim --example simspeed -- PROG.s ARCH [--timing-only] [--races off]`.
 //! Prints simulated cycles, events, host CPU time and simulated cycles per host second.
 
-use sim::{SimOptions, System};
+use sim::{RaceCheck, SimOptions, System};
 use std::io::Write;
 
 fn cpu_seconds() -> f64 {
@@ -26,19 +26,33 @@ fn cpu_seconds() -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
-        eprintln!("usage: simspeed PROG.s ARCH [--timing-only]");
+        eprintln!("usage: simspeed PROG.s ARCH [--timing-only] [--races error|warn|off]");
         std::process::exit(2);
     }
     let text = std::fs::read_to_string(&args[1]).expect("read program");
     let prog = isa::asm::assemble(&text).unwrap_or_else(|e| panic!("{}", e.render(&args[1])));
     let arch = arch::ArchConfig::preset(&args[2]).expect("arch preset");
     let functional = !args.iter().any(|a| a == "--timing-only");
+    let races = match args
+        .iter()
+        .position(|a| a == "--races")
+        .map(|i| args.get(i + 1).map(String::as_str))
+    {
+        None | Some(Some("error")) => RaceCheck::Error,
+        Some(Some("warn")) => RaceCheck::Warn,
+        Some(Some("off")) => RaceCheck::Off,
+        Some(x) => {
+            eprintln!("--races takes error, warn or off (got {x:?})");
+            std::process::exit(2);
+        }
+    };
     let mut sys = System::new(
         &arch,
         prog,
         1,
         SimOptions {
             functional,
+            races,
             ..Default::default()
         },
     )

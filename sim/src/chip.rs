@@ -174,6 +174,10 @@ pub struct Chip {
         [std::collections::BTreeMap<u32, std::collections::VecDeque<crate::ici::Post>>; 2],
     /// Matched transfers to itself waiting to arrive (slab of `Ev::IciSelf`).
     pub self_arriving: Vec<Option<(crate::ici::Post, crate::ici::Post)>>,
+    /// By pc: the derived accesses of the last command started there whose accesses depend
+    /// on nothing but the instruction and its operand values (`units::derived`), with those
+    /// values: a later command at that pc with the same values reads them as they are.
+    pub(crate) derived_cache: crate::units::DerivedCache,
 }
 
 /// One MXU operation as the simulator executed it: the stream a compiled program feeds an
@@ -280,6 +284,7 @@ impl Chip {
             ici_live: Vec::new(),
             self_posts: Default::default(),
             self_arriving: Vec::new(),
+            derived_cache: Vec::new(),
         }
     }
 

@@ -42,8 +42,35 @@ pub struct EventKey {
     pub seq: u64,
 }
 
+/// Sequence numbers stay below this (the packed key's low 56 bits).
+const SEQ_LIMIT: u64 = 1 << 56;
+
+impl EventKey {
+    /// The key as one integer with the same order: time, then priority, then sequence.
+    #[inline]
+    fn packed(self) -> u128 {
+        (self.time.get() as u128) << 64 | (self.prio as u128) << 56 | self.seq as u128
+    }
+
+    #[inline]
+    fn unpack(k: u128) -> EventKey {
+        let prio = match (k >> 56) as u8 {
+            0 => Priority::Arrive,
+            1 => Priority::Complete,
+            2 => Priority::UnitStart,
+            _ => Priority::Issue,
+        };
+        EventKey {
+            time: Cycle((k >> 64) as u64),
+            prio,
+            seq: k as u64 & (SEQ_LIMIT - 1),
+        }
+    }
+}
+
 struct Entry<E> {
-    key: EventKey,
+    /// [`EventKey::packed`].
+    key: u128,
     ev: E,
 }
 
@@ -108,7 +135,11 @@ impl<E> EventQueue<E> {
             seq: self.seq,
         };
         self.seq += 1;
-        self.heap.push(Entry { key, ev });
+        assert!(self.seq < SEQ_LIMIT, "event sequence numbers exhausted");
+        self.heap.push(Entry {
+            key: key.packed(),
+            ev,
+        });
     }
 
     /// Moves `now` forward to `t` (≤ the next event's time) for work done inline, without an
@@ -122,15 +153,15 @@ impl<E> EventQueue<E> {
     /// The key of the next event, if any.
     #[inline]
     pub fn peek_key(&self) -> Option<EventKey> {
-        self.heap.peek().map(|e| e.key)
+        self.heap.peek().map(|e| EventKey::unpack(e.key))
     }
 
     /// Pops the next event and advances `now` to its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(Cycle, E)> {
         let e = self.heap.pop()?;
-        self.now = e.key.time;
-        Some((e.key.time, e.ev))
+        self.now = Cycle((e.key >> 64) as u64);
+        Some((self.now, e.ev))
     }
 
     /// Number of pending events.

@@ -18,12 +18,104 @@ use isa::{Access, Space};
 pub const MAX_RUNS: u64 = isa::roles::MAX_RUNS;
 
 /// One memory operand of an instruction.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Touch {
     /// The bytes.
     pub acc: Access,
     /// Written (else read).
     pub write: bool,
+}
+
+/// Touches kept inline (no allocation) in [`Touches`].
+const INLINE_TOUCHES: usize = 4;
+
+/// The memory operands of an instruction: a few inline, more shared. Reads as a slice.
+#[derive(Clone, Debug)]
+pub enum Touches {
+    /// Up to [`INLINE_TOUCHES`]: the first `n`.
+    Inline(u8, [Touch; INLINE_TOUCHES]),
+    /// More.
+    Shared(std::sync::Arc<[Touch]>),
+}
+
+impl std::ops::Deref for Touches {
+    type Target = [Touch];
+    fn deref(&self) -> &[Touch] {
+        match self {
+            Touches::Inline(n, t) => &t[..*n as usize],
+            Touches::Shared(t) => t,
+        }
+    }
+}
+
+impl FromIterator<Touch> for Touches {
+    fn from_iter<I: IntoIterator<Item = Touch>>(it: I) -> Touches {
+        let empty = Touch {
+            acc: Access::vmem(0, 0),
+            write: false,
+        };
+        let mut buf = [empty; INLINE_TOUCHES];
+        let mut it = it.into_iter();
+        let mut n = 0;
+        for t in it.by_ref() {
+            if n == INLINE_TOUCHES {
+                let mut v = buf.to_vec();
+                v.push(t);
+                v.extend(it);
+                return Touches::Shared(v.into());
+            }
+            buf[n] = t;
+            n += 1;
+        }
+        Touches::Inline(n as u8, buf)
+    }
+}
+
+impl From<Vec<Touch>> for Touches {
+    fn from(v: Vec<Touch>) -> Touches {
+        v.into_iter().collect()
+    }
+}
+
+/// A short name kept inline (a unit's, e.g. `core0.mxu1`; longer ones are cut at a character
+/// boundary), so recording an instruction in flight allocates and shares nothing.
+#[derive(Clone, Copy)]
+pub struct Name {
+    len: u8,
+    bytes: [u8; 30],
+}
+
+impl Name {
+    /// `s`, cut to 30 bytes.
+    pub fn new(s: &str) -> Name {
+        let mut len = s.len().min(30);
+        while !s.is_char_boundary(len) {
+            len -= 1;
+        }
+        let mut bytes = [0u8; 30];
+        bytes[..len].copy_from_slice(&s.as_bytes()[..len]);
+        Name {
+            len: len as u8,
+            bytes,
+        }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or("?")
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
 }
 
 /// An instruction in flight.
@@ -40,7 +132,7 @@ pub struct Live {
     /// Program counter.
     pub pc: u32,
     /// Unit name, e.g. `core0.vpu`.
-    pub unit_name: std::sync::Arc<str>,
+    pub unit_name: Name,
     /// The instruction (rendered as assembly in reports).
     pub inst: isa::Inst,
     /// HLO symbol, if any.
@@ -50,7 +142,7 @@ pub struct Live {
     /// Completion (`u64::MAX` until known).
     pub done: u64,
     /// Its memory operands.
-    pub touches: Vec<Touch>,
+    pub touches: Touches,
 }
 
 impl Live {
@@ -143,6 +235,8 @@ fn at(c: &Clock, t: usize) -> u32 {
 /// One access in the happens-before history.
 struct Rec {
     live: Live,
+    /// Its completion cycle, once known (for reports).
+    done: Option<u64>,
     thread: usize,
     epoch: u32,
     /// Bounding box of the touches per space: (VMEM lo, hi), (HBM lo, hi).
@@ -209,14 +303,17 @@ pub struct Hb {
     queued: Vec<std::collections::VecDeque<Clock>>,
     /// Clocks of started, not completed commands, by race id.
     running: IdMap<Clock>,
-    /// Completion cycles of commands in the history, by race id (for reports).
-    done_at: IdMap<u64>,
+    /// The history, oldest first (in race id order: commands enter it as they start).
     history: std::collections::VecDeque<Rec>,
     /// Unions of the history's boxes (all touches, written touches): a new access meeting
     /// neither needs no scan. They only grow between prunings (conservative).
     hist_box: [(u64, u64); 2],
     hist_wbox: [(u64, u64); 2],
     starts: u64,
+    /// Clocks no longer in use, whose buffers dispatches reuse.
+    spare: Vec<Clock>,
+    /// Scratch of `forget_ordered`.
+    floor: Vec<u32>,
 }
 
 fn union(a: &mut [(u64, u64); 2], b: &[(u64, u64); 2]) {
@@ -247,7 +344,6 @@ impl std::hash::Hasher for IdHash {
 }
 
 type IdMap<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<IdHash>>;
-type IdSet = std::collections::HashSet<u64, std::hash::BuildHasherDefault<IdHash>>;
 
 /// Accesses kept for the latent check.
 pub const HISTORY: usize = 256;
@@ -270,11 +366,12 @@ impl Hb {
             done_join: vec![Vec::new(); cores],
             queued: vec![Default::default(); n],
             running: Default::default(),
-            done_at: Default::default(),
             history: Default::default(),
             hist_box: EMPTY_BOX,
             hist_wbox: EMPTY_BOX,
             starts: 0,
+            spare: Vec::new(),
+            floor: Vec::new(),
         }
     }
 
@@ -283,32 +380,38 @@ impl Hb {
         self.shared = mask;
     }
 
-    /// The semaphore clock `sem` of `core` (core 0's for a shared one).
-    fn sem(&mut self, core: usize, sem: u8) -> &mut Clock {
-        let c = if self.shared & (1 << (sem % 32)) != 0 {
+    /// The core whose clock of semaphore `sem` `core` uses (core 0 for a shared one).
+    fn sem_core(&self, core: usize, sem: u8) -> usize {
+        if self.shared & (1 << (sem % 32)) != 0 {
             0
         } else {
             core
-        };
+        }
+    }
+
+    /// The semaphore clock `sem` of `core` (core 0's for a shared one).
+    fn sem(&mut self, core: usize, sem: u8) -> &mut Clock {
+        let c = self.sem_core(core, sem);
         &mut self.sems[c][sem as usize]
     }
 
     /// The sequencer of `core` dispatched a command to `unit`.
     pub fn dispatch(&mut self, core: usize, unit: usize) {
-        let c = self.seq[core].clone();
+        let mut c = self.spare.pop().unwrap_or_default();
+        c.clone_from(&self.seq[core]);
         self.queued[core * self.units + unit].push_back(c);
     }
 
     /// The sequencer of `core` passed a `sem.wait` on `sem`.
     pub fn seq_acquire(&mut self, core: usize, sem: u8) {
-        let s = self.sem(core, sem).clone();
-        join(&mut self.seq[core], &s);
+        let c = self.sem_core(core, sem);
+        join(&mut self.seq[core], &self.sems[c][sem as usize]);
     }
 
     /// The sequencer of `core` signalled `sem`.
     pub fn seq_release(&mut self, core: usize, sem: u8) {
-        let c = self.seq[core].clone();
-        join(self.sem(core, sem), &c);
+        let c = self.sem_core(core, sem);
+        join(&mut self.sems[c][sem as usize], &self.seq[core]);
     }
 
     /// The sequencer of `core` halted: it dispatches nothing more.
@@ -319,8 +422,7 @@ impl Hb {
 
     /// The sequencer of `core` passed a `fence` (every dispatched command completed).
     pub fn fence(&mut self, core: usize) {
-        let d = self.done_join[core].clone();
-        join(&mut self.seq[core], &d);
+        join(&mut self.seq[core], &self.done_join[core]);
     }
 
     /// A command completed (its clock goes to its semaphore and to the next fence).
@@ -332,7 +434,16 @@ impl Hb {
             join(self.sem(core, s), &c);
         }
         join(&mut self.done_join[core], &c);
-        self.done_at.insert(id, done);
+        // Newest first: a completing command is usually among the last started.
+        for r in self.history.iter_mut().rev() {
+            if r.live.id <= id {
+                if r.live.id == id {
+                    r.done = Some(done);
+                }
+                break;
+            }
+        }
+        self.spare.push(c);
     }
 
     /// The front end of `live.unit` on `live.core` starts its queued command at `pick`
@@ -361,8 +472,8 @@ impl Hb {
             q
         };
         if let Some(s) = wait {
-            let s = self.sem(core, s).clone();
-            join(&mut vc, &s);
+            let c = self.sem_core(core, s);
+            join(&mut vc, &self.sems[c][s as usize]);
         }
         self.epoch[t] += 1;
         self.busy[t] = true;
@@ -372,7 +483,7 @@ impl Hb {
         }
         vc[t] = epoch;
         if !unordered {
-            self.unit[q] = vc.clone();
+            self.unit[q].clone_from(&vc);
         }
         let bb = bbox(&live.touches, false);
         let wb = bbox(&live.touches, true);
@@ -386,9 +497,8 @@ impl Hb {
                 continue; // no write meets the other's bytes
             }
             if let Some(m) = conflict(&r.live, live) {
-                let done = self.done_at.get(&r.live.id).copied();
                 let mut first = r.live.clone();
-                if let Some(d) = done {
+                if let Some(d) = r.done {
                     first.done = d;
                 }
                 let m = conflict(&first, live).unwrap_or(m);
@@ -405,8 +515,10 @@ impl Hb {
         if !live.touches.is_empty() {
             union(&mut self.hist_box, &bb);
             union(&mut self.hist_wbox, &wb);
+            debug_assert!(self.history.back().is_none_or(|r| r.live.id < live.id));
             self.history.push_back(Rec {
                 live: live.clone(),
+                done: None,
                 thread: t,
                 epoch,
                 bbox: bb,
@@ -429,7 +541,9 @@ impl Hb {
     /// the dispatch clock of a queued command or a sequencer's current clock.
     fn forget_ordered(&mut self) {
         let n = self.epoch.len();
-        let mut floor: Vec<u32> = vec![u32::MAX; n];
+        let mut floor = std::mem::take(&mut self.floor);
+        floor.clear();
+        floor.resize(n, u32::MAX);
         let live_seqs = self
             .seq
             .iter()
@@ -448,21 +562,20 @@ impl Hb {
             union(&mut self.hist_box, &r.bbox);
             union(&mut self.hist_wbox, &r.wbox);
         }
-        let keep: IdSet = self.history.iter().map(|r| r.live.id).collect();
-        self.done_at.retain(|id, _| keep.contains(id));
         for (t, &f) in floor.iter().enumerate().skip(self.fixed) {
             if self.busy[t] && f >= self.epoch[t] {
                 self.busy[t] = false;
                 self.free.push(t);
             }
         }
+        self.floor = floor;
     }
 }
 
 /// The race message if two instructions' accesses conflict (overlapping bytes, a write).
 fn conflict(l: &Live, new: &Live) -> Option<String> {
-    for a in &l.touches {
-        for b in &new.touches {
+    for a in l.touches.iter() {
+        for b in new.touches.iter() {
             if !(a.write || b.write) || a.acc.space != b.acc.space {
                 continue;
             }
@@ -509,12 +622,12 @@ mod tests {
             dma,
             id: 0,
             pc: 0,
-            unit_name: format!("u{unit}").into(),
+            unit_name: Name::new(&format!("u{unit}")),
             inst: isa::Inst::Nop {},
             symbol: None,
             start,
             done,
-            touches: vec![Touch { acc, write }],
+            touches: vec![Touch { acc, write }].into(),
         }
     }
 

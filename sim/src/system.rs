@@ -200,7 +200,9 @@ impl Lane {
                 *err = Some((now, k.prio, e));
                 break;
             }
-            posts.extend(chip.ici_out.drain(..).map(|(s, p)| (k.prio, s, p)));
+            if !chip.ici_out.is_empty() {
+                posts.extend(chip.ici_out.drain(..).map(|(s, p)| (k.prio, s, p)));
+            }
         }
     }
 }

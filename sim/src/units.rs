@@ -52,29 +52,77 @@ pub fn resolve(regs: &[u64; 32], inst: &Inst) -> Result<[u64; 4], String> {
     inst.resolve(regs)
 }
 
-/// What the derived accesses need beyond the instruction: the program's descriptors and
-/// patterns, and (functional runs) the contents of an index table in this core's VMEM.
+/// A command's derived accesses (`isa::Inst::accesses`) and what their consumers read from
+/// them: the VPU's shape, the VMEM port booking and the race check.
+#[derive(Clone, Debug)]
+pub(crate) struct Derived {
+    /// One per declared use, in the row's order.
+    pub touched: isa::UseList<isa::roles::Touched>,
+    /// The VMEM bytes the instruction moves (the sum over its VMEM operands): what it books
+    /// on the core's VMEM port.
+    pub vmem_moved: u64,
+    /// The race check's view: every run, with whether it is written.
+    pub touches: crate::race::Touches,
+}
+
+impl Derived {
+    fn new(touched: isa::UseList<isa::roles::Touched>) -> Derived {
+        let vmem_moved = touched
+            .iter()
+            .filter(|t| t.use_.space == Space::Vmem)
+            .map(|t| t.moved)
+            .sum();
+        let touches = touched
+            .iter()
+            .flat_map(|t| {
+                let write = t.use_.role.writes();
+                t.runs
+                    .iter()
+                    .map(move |&acc| crate::race::Touch { acc, write })
+            })
+            .collect();
+        Derived {
+            touched,
+            vmem_moved,
+            touches,
+        }
+    }
+}
+
+/// [`Chip::derived_cache`](crate::chip::Chip): by pc, the operand values and derived accesses
+/// of the last command there whose accesses depend on nothing else.
+pub(crate) type DerivedCache = Vec<Option<([u64; 4], Box<Derived>)>>;
+
 /// `cmd`'s derived accesses (`isa::Inst::accesses` in `ctx`), worked out once per command:
-/// kept in `cmd.accesses` when no operand depends on memory contents (the VPU's shape, the
-/// VMEM port and the race check all read them); a data-dependent one is derived in each
-/// caller's `ctx` (the race check reads the functional VMEM's index tables).
-pub(crate) fn derived<'c>(
-    cmd: &'c Cmd,
-    ctx: &Ctx<'_>,
-) -> std::borrow::Cow<'c, [isa::roles::Touched]> {
+/// found in the chip's cache (`ctx.cache`: the same pc with the same operand values), or kept
+/// in `cmd.accesses` when no operand depends on memory contents (the VPU's shape, the VMEM
+/// port and the race check all read them; the front end then caches them); a data-dependent
+/// one is derived in each caller's `ctx` (the race check reads the functional VMEM's index
+/// tables).
+pub(crate) fn derived<'c>(cmd: &'c Cmd, ctx: &Ctx<'c>) -> std::borrow::Cow<'c, Derived> {
     if let Some(v) = cmd.accesses.get() {
         return std::borrow::Cow::Borrowed(v);
     }
+    if let Some(Some((a, d))) = ctx.cache.get(cmd.pc as usize) {
+        if *a == cmd.a {
+            return std::borrow::Cow::Borrowed(d);
+        }
+    }
     let v = cmd.inst.accesses(&cmd.a, ctx);
     if v.iter().all(|t| t.hull.is_some()) {
-        return std::borrow::Cow::Borrowed(cmd.accesses.get_or_init(|| v));
+        let d = cmd.accesses.get_or_init(|| Box::new(Derived::new(v)));
+        return std::borrow::Cow::Borrowed(d);
     }
-    std::borrow::Cow::Owned(v)
+    std::borrow::Cow::Owned(Derived::new(v))
 }
 
+/// What the derived accesses need beyond the instruction: the program's descriptors and
+/// patterns, and (functional runs) the contents of an index table in this core's VMEM.
 pub(crate) struct Ctx<'a> {
     pub prog: &'a isa::Program,
     pub vmem: Option<&'a crate::memory::Memory>,
+    /// The chip's cache of derived accesses.
+    pub cache: &'a [Option<([u64; 4], Box<Derived>)>],
 }
 
 impl isa::AccessCtx for Ctx<'_> {
@@ -202,7 +250,7 @@ impl Chip {
                     waited = self.cores[c].units[u].blocked_sem.take().is_some();
                 }
             }
-            let cmd = self.cores[c].units[u]
+            let mut cmd = self.cores[c].units[u]
                 .q
                 .remove(pick)
                 .expect("the picked command is queued");
@@ -230,19 +278,22 @@ impl Chip {
                 }
                 _ => self.start_mxu(env, now, c, u - MXU0, &cmd)?,
             };
-            let touches = if self.races.is_some() {
-                self.touches(env, c, &cmd)
-            } else {
-                Vec::new()
-            };
             if self.races.is_some() {
+                let touches = {
+                    let ctx = Ctx {
+                        prog: &env.prog.program,
+                        vmem: env.functional.then_some(&self.cores[c].vmem),
+                        cache: &self.derived_cache,
+                    };
+                    derived(&cmd, &ctx).touches.clone()
+                };
                 let live = crate::race::Live {
                     core: c as u32,
                     unit: u,
                     dma: u == DMA || u == MXU0 + env.p.mxus,
                     id: race_id,
                     pc: cmd.pc,
-                    unit_name: self.cores[c].units[u].name.clone(),
+                    unit_name: crate::race::Name::new(&self.cores[c].units[u].name),
                     inst: cmd.inst,
                     symbol: env.prog.symbol_arc(cmd.pc),
                     start: st.start.get(),
@@ -263,6 +314,15 @@ impl Chip {
                         self.race(msg)?;
                     }
                 }
+            }
+            // Keep the derived accesses for the next command of this pc with these operand
+            // values (a loop's body).
+            if let Some(d) = cmd.accesses.take() {
+                let pc = cmd.pc as usize;
+                if self.derived_cache.len() <= pc {
+                    self.derived_cache.resize_with(pc + 1, || None);
+                }
+                self.derived_cache[pc] = Some((cmd.a, d));
             }
             let unit = &mut self.cores[c].units[u];
             env.stats.add(unit.ops, 1);
@@ -303,38 +363,15 @@ impl Chip {
         Ok(())
     }
 
-    /// The memory operands of a unit instruction, for race detection: the accesses the ISA
-    /// table's operand roles derive (`isa::Inst::accesses`). A gathered operand's bytes are
-    /// the ones its index table names (functional runs read it; timing-only runs cannot, and
-    /// do not check it).
-    fn touches(&self, env: &Env<'_>, c: usize, cmd: &Cmd) -> Vec<crate::race::Touch> {
-        let ctx = Ctx {
-            prog: &env.prog.program,
-            vmem: env.functional.then_some(&self.cores[c].vmem),
-        };
-        fn touch(v: &[isa::roles::Touched]) -> Vec<crate::race::Touch> {
-            let mut out = Vec::new();
-            for t in v {
-                let write = t.use_.role.writes();
-                out.extend(t.runs.iter().map(|&acc| crate::race::Touch { acc, write }));
-            }
-            out
-        }
-        touch(&derived(cmd, &ctx))
-    }
-
     /// The VMEM bytes an instruction moves (the sum over its VMEM operands' derived
     /// accesses): what it books on the core's VMEM port.
     pub(crate) fn moved(&self, env: &Env<'_>, cmd: &Cmd) -> u64 {
         let ctx = Ctx {
             prog: &env.prog.program,
             vmem: None,
+            cache: &self.derived_cache,
         };
-        derived(cmd, &ctx)
-            .iter()
-            .filter(|t| t.use_.space == Space::Vmem)
-            .map(|t| t.moved)
-            .sum()
+        derived(cmd, &ctx).vmem_moved
     }
 
     #[allow(clippy::too_many_arguments)]

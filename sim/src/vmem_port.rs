@@ -15,16 +15,15 @@
 //! arithmetic is integer, so results are exact and deterministic. Usage before the oldest cycle
 //! any unit can still book from is dropped ([`prune`](VmemPort::prune)).
 
-use std::collections::BTreeMap;
-
 /// The VMEM bandwidth calendar of one core (see module docs).
 #[derive(Clone, Debug)]
 pub struct VmemPort {
     cap: u64,
-    /// Piecewise-constant granted bytes per cycle: the value at key `k` holds from `k` up to
-    /// the next key; before the first key and after the last the usage is 0 (the last key
-    /// always carries 0).
-    used: BTreeMap<u64, u64>,
+    /// Piecewise-constant granted bytes per cycle, as `(key, usage)` sorted by key: the usage
+    /// at key `k` holds from `k` up to the next key; before the first key and after the last
+    /// the usage is 0 (the last key always carries 0). A sorted vector: it holds a handful of
+    /// segments (the past is pruned), and is searched by bisection.
+    used: Vec<(u64, u64)>,
     /// Bytes granted in total (statistics).
     granted: u64,
 }
@@ -35,7 +34,7 @@ impl VmemPort {
         assert!(cap > 0, "VMEM bandwidth must be positive");
         VmemPort {
             cap,
-            used: BTreeMap::new(),
+            used: Vec::new(),
             granted: 0,
         }
     }
@@ -50,25 +49,54 @@ impl VmemPort {
         self.granted
     }
 
+    /// The number of keys at or before `t`.
+    #[inline]
+    fn upto(&self, t: u64) -> usize {
+        self.used.partition_point(|&(k, _)| k <= t)
+    }
+
+    /// The number of keys before `t`.
+    #[inline]
+    fn before(&self, t: u64) -> usize {
+        self.used.partition_point(|&(k, _)| k < t)
+    }
+
     /// Usage at cycle `t`.
     fn at(&self, t: u64) -> u64 {
-        self.used.range(..=t).next_back().map_or(0, |(_, &u)| u)
+        match self.upto(t) {
+            0 => 0,
+            i => self.used[i - 1].1,
+        }
     }
 
     /// The first change of usage after `t` (`u64::MAX` if none).
     fn next_change(&self, t: u64) -> u64 {
-        self.used
-            .range(t + 1..)
-            .next()
-            .map_or(u64::MAX, |(&k, _)| k)
+        self.used.get(self.upto(t)).map_or(u64::MAX, |&(k, _)| k)
     }
 
-    /// Makes `t` a key (splitting the range that holds it).
-    fn split(&mut self, t: u64) {
-        if !self.used.contains_key(&t) {
-            let u = self.at(t);
-            self.used.insert(t, u);
+    /// Makes `t` a key (splitting the range that holds it); returns its index.
+    fn split(&mut self, t: u64) -> usize {
+        let i = self.before(t);
+        if self.used.get(i).is_none_or(|&(k, _)| k != t) {
+            let u = if i == 0 { 0 } else { self.used[i - 1].1 };
+            // Insert at `i` by shifting the few later keys (cheaper than a memmove call).
+            self.used.push((t, u));
+            for j in (i + 1..self.used.len()).rev() {
+                self.used.swap(j, j - 1);
+            }
         }
+        i
+    }
+
+    /// Drops the first `n` keys.
+    fn drop_front(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        for j in n..self.used.len() {
+            self.used[j - n] = self.used[j];
+        }
+        self.used.truncate(self.used.len() - n);
     }
 
     /// Adds `x` bytes per cycle over `[a, b)`.
@@ -77,8 +105,9 @@ impl VmemPort {
             return;
         }
         self.split(a);
-        self.split(b);
-        for (_, u) in self.used.range_mut(a..b) {
+        let hi = self.split(b);
+        let lo = self.before(a);
+        for (_, u) in &mut self.used[lo..hi] {
             *u += x;
             debug_assert!(*u <= self.cap);
         }
@@ -120,35 +149,39 @@ impl VmemPort {
 
     /// Merges neighbouring keys with equal usage from `t`'s range on (keeps the map small).
     fn coalesce_from(&mut self, t: u64) {
-        let from = self.used.range(..=t).next_back().map_or(t, |(&k, _)| k);
-        let mut prev: Option<u64> = self.used.range(..from).next_back().map(|(_, &u)| u);
-        let mut drop = Vec::new();
-        for (&k, &u) in self.used.range(from..) {
+        // The first key of `t`'s range (or of the keys from `t` on, if none holds it).
+        let from = match self.upto(t) {
+            0 => 0,
+            i => i - 1,
+        };
+        let mut prev: Option<u64> = from.checked_sub(1).map(|i| self.used[i].1);
+        let mut w = from;
+        for r in from..self.used.len() {
+            let u = self.used[r].1;
             if prev == Some(u) || (prev.is_none() && u == 0) {
-                drop.push(k);
-            } else {
-                prev = Some(u);
+                continue; // dropped
             }
+            prev = Some(u);
+            self.used[w] = self.used[r];
+            w += 1;
         }
-        for k in drop {
-            self.used.remove(&k);
-        }
+        self.used.truncate(w);
     }
 
     /// Forgets usage before `t` (no booking will start before it).
     pub fn prune(&mut self, t: u64) {
-        let Some((&k, _)) = self.used.range(..=t).next_back() else {
+        let i = self.upto(t);
+        if i == 0 {
             return;
-        };
+        }
+        let (k, u) = self.used[i - 1];
         if k == t {
-            self.used = self.used.split_off(&t);
+            self.drop_front(i - 1);
+        } else if u != 0 {
+            self.used[i - 1] = (t, u);
+            self.drop_front(i - 1);
         } else {
-            let u = self.used[&k];
-            let mut rest = self.used.split_off(&t);
-            if u != 0 {
-                rest.insert(t, u);
-            }
-            self.used = rest;
+            self.drop_front(i);
         }
     }
 
@@ -192,7 +225,7 @@ mod tests {
             p.book(i % 13, bytes, 10 + (i * 17) % 90);
         }
         let mut sum = 0;
-        let keys: Vec<_> = p.used.iter().map(|(&k, &u)| (k, u)).collect();
+        let keys = p.used.clone();
         for w in keys.windows(2) {
             assert!(w[0].1 <= 100);
             sum += (w[1].0 - w[0].0) * w[0].1;

@@ -94,12 +94,11 @@ pub(crate) struct Shape {
 /// scatter reads and writes one destination element per update; a gather reads one source
 /// element per index), the written operand's hull and the read operands' hulls (a gathered
 /// source, whose bytes depend on data: all of VMEM).
-pub(crate) fn shape(cmd: &Cmd, prog: &isa::Program, vmem_cap: u64) -> Shape {
-    let ctx = crate::units::Ctx { prog, vmem: None };
+pub(crate) fn shape(cmd: &Cmd, ctx: &crate::units::Ctx<'_>, vmem_cap: u64) -> Shape {
     let inst = &cmd.inst;
     let (mut elems, mut cost_t, mut bytes) = (0u64, None::<DType>, 0u64);
     let (mut dst, mut srcs, mut k) = ((0u64, 0u64), [(0u64, 0u64); 3], 0);
-    for t in crate::units::derived(cmd, &ctx).iter() {
+    for t in crate::units::derived(cmd, ctx).touched.iter() {
         elems = elems.max(t.use_.extent.count());
         if cost_t.is_none_or(|c| t.use_.elem.bytes() > c.bytes()) {
             cost_t = Some(t.use_.elem);
@@ -171,7 +170,12 @@ impl Chip {
         cmd: &Cmd,
     ) -> Result<Started, SimError> {
         let p = env.p;
-        let sh = shape(cmd, &env.prog.program, p.vmem_bytes);
+        let ctx = crate::units::Ctx {
+            prog: &env.prog.program,
+            vmem: None,
+            cache: &self.derived_cache,
+        };
+        let sh = shape(cmd, &ctx, p.vmem_bytes);
         let (class, pipe) = p.vpu_class(cmd.inst.timing()).expect("VPU timing class");
         let (b_elems, lat) = p.vpu_cost(class, sh.cost_t, sh.elems);
         let busy = if sh.elems == 0 { 0 } else { b_elems };

@@ -49,7 +49,14 @@ fn acc(p: &Program, text: &str, regs: &[(usize, u64)]) -> Vec<(String, Role, Vec
     let a = i.resolve(&r).unwrap();
     i.accesses(&a, p as &dyn AccessCtx)
         .into_iter()
-        .map(|t| (t.use_.field.to_string(), t.use_.role, t.runs, t.moved))
+        .map(|t| {
+            (
+                t.use_.field.to_string(),
+                t.use_.role,
+                t.runs.to_vec(),
+                t.moved,
+            )
+        })
         .collect()
 }
 
@@ -215,4 +222,63 @@ fn patterns_assemble_print_and_are_checked() {
     }
     let _ = Pattern::default();
     let _ = Extent::Elems(0);
+}
+
+/// `Layout::runs` (which counts its runs in a map past 16 blocks) gives exactly what the plain
+/// search of its output gives, on layouts with many blocks, repeats and mergeable runs.
+#[test]
+fn layout_runs_dedup_matches_the_linear_search() {
+    fn reference(x: &Layout, base: u64, n: u64, unit: u64) -> Vec<Access> {
+        let d0 = x.dims[0];
+        let c0 = d0.count.max(1) as u64;
+        let blocks = n.div_ceil(c0);
+        let mut out: Vec<Access> = Vec::new();
+        for b in 0..blocks {
+            let cnt = c0.min(n - b * c0);
+            let a = Access::runs(Space::Vmem, base + x.offset(b * c0), unit, d0.stride, cnt);
+            if out.contains(&a) {
+                continue;
+            }
+            if let Some(last) = out.last_mut() {
+                if a.rows == 1 && last.row_bytes == a.row_bytes && a.start > last.start {
+                    let gap = a.start - last.start;
+                    if last.rows == 1 && gap >= a.row_bytes {
+                        last.stride = gap;
+                        last.rows = 2;
+                        continue;
+                    }
+                    if last.rows > 1 && a.start == last.start + last.rows * last.stride {
+                        last.rows += 1;
+                        continue;
+                    }
+                }
+            }
+            out.push(a);
+        }
+        out
+    }
+    let dims: &[&[(u32, u64)]] = &[
+        &[(1, 4), (40, 8)],
+        &[(1, 4), (5, 0), (9, 16)],
+        &[(2, 4), (3, 100), (4, 0), (5, 8)],
+        &[(1, 0), (7, 12), (3, 0), (4, 84)],
+        &[(1, 4), (6, 4), (6, 0), (3, 20)],
+        &[(3, 8), (2, 0), (2, 24), (5, 4)],
+        &[(1, 4), (4, 16), (4, 4), (4, 64)],
+    ];
+    for d in dims {
+        let x = Layout {
+            dims: d
+                .iter()
+                .map(|&(count, stride)| PatDim { count, stride })
+                .collect(),
+        };
+        for n in [1u64, 17, 33, 64, 100, 240, 400] {
+            assert_eq!(
+                x.runs(Space::Vmem, 64, n, 4),
+                reference(&x, 64, n, 4),
+                "{d:?} n={n}"
+            );
+        }
+    }
 }
