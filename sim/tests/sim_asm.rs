@@ -631,7 +631,8 @@ fn a_blocked_dma_does_not_hold_back_a_prefetch() {
 
 /// `mxu.st` holds the accumulator's result port one row per cycle: two stores of one MXU run
 /// one after the other, so storing 8 rows as 4 + 4 ends when one store of 8 rows would
-/// (docs/timing.md: `mxu.st` starts after every earlier matmul and store of its MXU).
+/// (docs/timing.md: `mxu.st` starts after the earlier matmuls into its rows and every earlier
+/// store of its MXU).
 #[test]
 fn two_stores_of_one_mxu_share_its_result_port() {
     let a = mini();
@@ -646,6 +647,40 @@ fn two_stores_of_one_mxu_share_its_result_port() {
     let done = 1 + 8 - 1 + d.r + d.c;
     assert_eq!(c1, done + d.st(8, 8));
     assert_eq!(c2, c1, "the second store waits for the port");
+}
+
+/// `mxu.st` waits only for the matmuls that write one of its accumulator rows (docs/timing.md):
+/// a store of rows 0..8 issued after a second matmul into rows 8..16 starts when the first
+/// matmul completes, 8 cycles before the second does; if the second matmul accumulates into
+/// rows 0..8 instead, the store waits for it.
+#[test]
+fn a_store_waits_only_for_the_matmuls_into_its_accumulator_rows() {
+    let a = mini();
+    assert!(a.mxu.acc_rows >= 16, "test design: two 8-row halves");
+    let d = Doc::new(&a);
+    let head = ".data vmem 0 01010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101\n    mxu.ldw [s0+0], mxu=0, k=8, n=8, stride=8, mode=int8\n    mxu.matmul [s0+64], acc[s0+0], mxu=0, m=8, k=8, stride=8, mode=int8, accumulate=0\n";
+    let st = "    mxu.st [s0+1024], acc[s0+0], mxu=0, m=8, n=8, stride=32\n    halt\n";
+    let other = format!("{head}    mxu.matmul [s0+64], acc[s0+8], mxu=0, m=8, k=8, stride=8, mode=int8, accumulate=0\n{st}");
+    let same = format!("{head}    mxu.matmul [s0+64], acc[s0+0], mxu=0, m=8, k=8, stride=8, mode=int8, accumulate=1\n{st}");
+    let (_, c_other) = run(&other, &a, true, None);
+    let (_, c_same) = run(&same, &a, true, None);
+    // load at 0; the first matmul streams from 1 and completes at 1 + 8 − 1 + R + C; the
+    // second streams from 9 and completes 8 cycles later.
+    let first = 1 + 8 - 1 + d.r + d.c;
+    assert!(
+        d.st(8, 8) >= 8,
+        "test design: the store outlasts the second matmul"
+    );
+    assert_eq!(
+        c_other,
+        first + d.st(8, 8),
+        "the store overlaps the other rows' matmul"
+    );
+    assert_eq!(
+        c_same,
+        first + 8 + d.st(8, 8),
+        "the store waits for its rows' matmul"
+    );
 }
 
 /// docs/timing.md, VMEM port: infeed and outfeed book their VMEM bytes too. A long VPU stream

@@ -436,6 +436,79 @@ impl Emitter {
 mod tests {
     use super::*;
 
+    fn st(e: &mut Emitter, mxu: u8, addr: u64) -> u32 {
+        let dst = e.vaddr(addr);
+        let acc = e.accaddr(0);
+        e.unit(
+            Inst::MxuSt {
+                dst,
+                acc,
+                mxu: mxu as u32,
+                m: 1,
+                n: 16,
+                stride: 64,
+                wait: None,
+                signal: None,
+            },
+            Queue::Mxu(mxu),
+            &[],
+            &[Access::vmem(addr, 64)],
+        )
+    }
+
+    /// With unit-side waits, a copy of what two MXUs stored waits for both itself: both stores
+    /// signal one semaphore declared `wait=2` (of the counted range), the copy waits on it, the
+    /// sequencer does not wait; a later store over the copied bytes waits (on the sequencer)
+    /// for the copy, which also frees the counted semaphore.
+    #[test]
+    fn a_copy_waits_for_its_producers_in_its_queue_with_one_counted_semaphore() {
+        let mut e = Emitter::new();
+        e.unit_waits = true;
+        let s0 = st(&mut e, 0, 0);
+        let s1 = st(&mut e, 1, 64);
+        let src = e.memref(Space::Vmem, 0);
+        let dst = e.memref(Space::Hbm, 4096);
+        let desc = e.b.dma_desc(isa::DmaDesc {
+            len: 128,
+            dims: vec![],
+        });
+        let copy = e.unit(
+            Inst::DmaCopy {
+                dst,
+                src,
+                desc,
+                wait: None,
+                signal: None,
+            },
+            Queue::Dma,
+            &[Access::vmem(0, 128)],
+            &[Access::hbm(4096, 128)],
+        );
+        assert_eq!(e.stats.waits, 0, "no sequencer wait");
+        assert_eq!(e.stats.unit_waits, 1);
+        let sync = |e: &mut Emitter, pc: u32| e.b.inst_mut(pc).unwrap().sync();
+        let (w, _) = sync(&mut e, copy);
+        let k = w.expect("the copy waits").0;
+        assert!(COUNTED.contains(&k), "two producers: a counted semaphore");
+        assert_eq!(sync(&mut e, s0).1, Some(Sem(k)));
+        assert_eq!(sync(&mut e, s1).1, Some(Sem(k)));
+        assert_eq!(
+            e.sem_free[k as usize], None,
+            "held until the copy is known complete"
+        );
+        // A store over the copied bytes (WAR against the copy, which took over the stores'
+        // writes): the sequencer waits for the copy.
+        st(&mut e, 0, 0);
+        assert_eq!(e.stats.waits, 1);
+        assert!(
+            e.sem_free[k as usize].is_some(),
+            "free again after the copy's wait"
+        );
+        let p = e.finish().unwrap();
+        let decl = p.sem_decl(k);
+        assert_eq!((decl.wait, decl.signal, decl.shared), (2, 1, false));
+    }
+
     #[test]
     fn a_later_operand_never_evicts_an_earlier_operands_base_register() {
         let mut e = Emitter::new();
