@@ -86,10 +86,6 @@ struct Plan {
     panel: bool,
     /// Panel buffers (2: the next panel loads while the last chunks of the previous one run).
     panels: usize,
-    /// Chunks in flight at once (their accumulators are live together).
-    live: usize,
-    /// Accumulator slots of `mc` rows (`live < slots`).
-    acc_slots: usize,
     /// Result buffers.
     cbufs: usize,
     /// Jobs whose DMAs are issued ahead of the job being computed (`depth + 2` rotating slots).
@@ -127,8 +123,6 @@ const DEFER: usize = 3;
 const MAX_DEPTH: usize = 12;
 /// Chunks a core should get at least, so result writes overlap later chunks' compute.
 const MIN_CHUNKS_PER_CORE: usize = 4;
-/// Chunks in flight at once (see `StreamDot::schedule`; 1: one chunk after the other).
-const WAVEFRONT: usize = 1;
 /// Bytes of an HBM row below which a DMA's rate is set by its request count.
 const MIN_RUN_BYTES: usize = 512;
 
@@ -202,7 +196,6 @@ impl StreamDot {
         {
             mc = (mc / 2).max(rows);
         }
-        let acc_slots = (acc / mc).max(2);
         // The first chunk of a panel also loads the panel (`K × nc`), `cores` times over the
         // shared HBM: grow it (up to half the accumulators) until the bytes it needs per cycle
         // of compute, `cores · e · R · (rows + nc) / rows`, are within the HBM's rate, so the
@@ -210,15 +203,14 @@ impl StreamDot {
         let bw_cyc = a.bytes_per_cycle(a.hbm.gbps);
         let need = |r: usize| (cores.max(1) * iw * kb * (r + nc)) as f64 / r as f64;
         let mut first_rows = mc;
-        while WAVEFRONT == 1 && first_rows * 2 <= acc / 2 && need(first_rows) > bw_cyc {
+        while first_rows * 2 <= acc / 2 && need(first_rows) > bw_cyc {
             first_rows *= 2;
         }
         // One chunk at a time: a wavefront of several live chunks (each round every live
         // chunk does its next block, so the first rounds need one block of `rhs`, not a whole
         // panel) measured slower on tpu-v4 (1024³: 13,765 cycles against 13,347), the more
         // so the deeper the prefetch: the HBM is shared fairly among copies in flight, so
-        // blocks needed later slow down the one needed now.
-        let live = WAVEFRONT.min(acc_slots - 1).min(nblk).max(1);
+        // blocks needed later slow down the one needed now. It was removed.
         // Loads run ahead by the time a block's DMA takes (setup, HBM latency, the bytes of
         // every core at the HBM's rate) in jobs of compute, plus one.
         let job_cycles = kd.div_ceil(kb) * mc.max(rows);
@@ -275,8 +267,6 @@ impl StreamDot {
             nblk,
             panel,
             panels,
-            live,
-            acc_slots,
             cbufs,
             depth,
             first_block,
@@ -416,35 +406,6 @@ impl StreamDot {
         v
     }
 
-    /// The jobs in order: a sliding window of up to `live` chunks, one new chunk admitted per
-    /// round, every live chunk doing its next block each round (a wavefront). Reads spread
-    /// evenly (the first rounds need one block of `rhs`, not a whole panel) and chunks finish
-    /// one per round, so result writes spread too. A chunk of a new panel waits until no live
-    /// chunk uses the panel buffer it needs.
-    fn schedule(p: &Plan, group: &[usize], nblk: usize) -> Vec<Job> {
-        let mut jobs = Vec::new();
-        let mut live: Vec<Job> = Vec::new();
-        let mut next = 0;
-        while next < group.len() || !live.is_empty() {
-            if next < group.len() && live.len() < p.live {
-                let g = group[next];
-                let ok = live
-                    .iter()
-                    .all(|j| group[j.i] + p.panels.max(1) > g && group[j.i] <= g);
-                if ok {
-                    live.push(Job { i: next, s: 0 });
-                    next += 1;
-                }
-            }
-            for j in live.iter_mut() {
-                jobs.push(*j);
-                j.s += 1;
-            }
-            live.retain(|j| j.s < nblk);
-        }
-        jobs
-    }
-
     /// Emits core `core`'s share of the chunks (of `cores`), with buffers from `alloc`.
     pub fn emit(
         &self,
@@ -493,7 +454,10 @@ impl StreamDot {
         }
         let blocks = self.blocks(&p);
         let nblk = blocks.len();
-        let jobs = Self::schedule(&p, &group, nblk);
+        // One chunk after the other, block by block.
+        let jobs: Vec<Job> = (0..mine.len())
+            .flat_map(|i| (0..nblk).map(move |s| Job { i, s }))
+            .collect();
         // B slot of job `g`, and whether the job loads it (the first job of its panel group
         // to use block s; every job without a panel).
         let mut b_of = Vec::with_capacity(jobs.len());
@@ -550,13 +514,8 @@ impl StreamDot {
             let mm = c.rows;
             let ncur = p.nc.min(n - c.n0);
             let kdd = blocks[j.s].1;
-            // One chunk at a time: chunks alternate accumulator halves (a first chunk may be
-            // longer than `mc`); several live chunks take `mc`-row slots.
-            let base = if p.live == 1 {
-                ((j.i % 2) * (l.arch.mxu.acc_rows as usize / 2)) as u64
-            } else {
-                ((j.i % p.acc_slots) * p.mc) as u64
-            };
+            // Chunks alternate accumulator halves (a first chunk may be longer than `mc`).
+            let base = ((j.i % 2) * (l.arch.mxu.acc_rows as usize / 2)) as u64;
             let (aslot, bs) = (g % slots, b_of[g].0);
             for sub in 0..kdd.div_ceil(p.kb) {
                 let kk = p.kb.min(kdd - sub * p.kb);
@@ -618,7 +577,7 @@ impl StreamDot {
                         stride: p.nc * 4,
                         base,
                     };
-                    if g + 1 < jobs.len() && p.live == 1 {
+                    if g + 1 < jobs.len() {
                         // Emitted among the next jobs' matmuls (other accumulator half).
                         deferred_st.push((q, j.i, 0, st));
                     } else {
