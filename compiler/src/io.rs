@@ -1,7 +1,6 @@
 //! The compiled program's interface with the host: where each parameter and each output lives
 //! in HBM, and the byte form of HLO literals there (row-major, little-endian, `pred` one byte).
 
-use half::{bf16, f16};
 use hlo::{ArrayData, ArrayLiteral, ElementType, Literal};
 use thiserror::Error;
 
@@ -158,17 +157,9 @@ pub enum IoError {
     Mismatch(String),
 }
 
-/// The bytes of an array literal.
+/// The bytes of an array literal (the evaluator's little-endian layout).
 pub fn to_bytes(a: &ArrayLiteral) -> Vec<u8> {
-    let ty = a.data.element_type();
-    let w = ty.byte_size();
-    let n = a.data.len();
-    let mut out = Vec::with_capacity(n * w);
-    for i in 0..n {
-        let bits = a.data.bits_at(i);
-        out.extend_from_slice(&bits.to_le_bytes()[..w]);
-    }
-    out
+    eval::convert::to_le_bytes(&a.data)
 }
 
 /// An array literal of type `ty` and `dims` from its bytes.
@@ -181,61 +172,14 @@ pub fn from_bytes(ty: ElementType, dims: &[usize], b: &[u8]) -> Result<ArrayLite
             b.len()
         )));
     }
-    macro_rules! arr {
-        ($v:ident, $t:ty, $f:expr) => {
-            ArrayData::$v(
-                b.chunks_exact(w)
-                    .map(|c| {
-                        let mut x = [0u8; std::mem::size_of::<$t>()];
-                        x.copy_from_slice(c);
-                        $f(x)
-                    })
-                    .collect(),
-            )
-        };
-    }
-    use ElementType as T;
-    let data = match ty {
-        T::Pred => ArrayData::Pred(b.iter().map(|&x| x != 0).collect()),
-        T::S8 => arr!(S8, i8, i8::from_le_bytes),
-        T::S16 => arr!(S16, i16, i16::from_le_bytes),
-        T::S32 => arr!(S32, i32, i32::from_le_bytes),
-        T::S64 => arr!(S64, i64, i64::from_le_bytes),
-        T::U8 => arr!(U8, u8, u8::from_le_bytes),
-        T::U16 => arr!(U16, u16, u16::from_le_bytes),
-        T::U32 => arr!(U32, u32, u32::from_le_bytes),
-        T::U64 => arr!(U64, u64, u64::from_le_bytes),
-        T::F16 => arr!(F16, u16, |x| f16::from_bits(u16::from_le_bytes(x))),
-        T::BF16 => arr!(BF16, u16, |x| bf16::from_bits(u16::from_le_bytes(x))),
-        T::F32 => arr!(F32, u32, |x| f32::from_bits(u32::from_le_bytes(x))),
-        T::F64 => arr!(F64, u64, |x| f64::from_bits(u64::from_le_bytes(x))),
-        // Real then imaginary part, each an f32 (XLA's layout of c64).
-        T::C64 => ArrayData::C64(
-            b.chunks_exact(8)
-                .map(|c| {
-                    let f = |k: usize| f32::from_le_bytes([c[k], c[k + 1], c[k + 2], c[k + 3]]);
-                    num_complex::Complex32::new(f(0), f(4))
-                })
-                .collect(),
-        ),
-        // c128: two f64s.
-        T::C128 => ArrayData::C128(
-            b.chunks_exact(16)
-                .map(|c| {
-                    let f = |k: usize| {
-                        let mut w = [0u8; 8];
-                        w.copy_from_slice(&c[k..k + 8]);
-                        f64::from_le_bytes(w)
-                    };
-                    num_complex::Complex64::new(f(0), f(8))
-                })
-                .collect(),
-        ),
-        t => {
+    let data = match eval::convert::from_le_bytes(ty, b) {
+        Ok(ArrayData::Raw(t, _)) => {
             return Err(IoError::Mismatch(format!(
                 "element type {t} is not supported on chip yet"
             )))
         }
+        Ok(d) => d,
+        Err(e) => return Err(IoError::Mismatch(e.to_string())),
     };
     Ok(ArrayLiteral {
         dims: dims.to_vec(),
@@ -299,6 +243,7 @@ pub fn read_literal(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use half::{bf16, f16};
 
     #[test]
     fn bytes_round_trip_every_chip_type() {
