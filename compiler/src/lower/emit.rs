@@ -9,9 +9,17 @@
 //! after the fact) and the sequencer waits `sem.wait semK` before issuing the new one. After the
 //! wait the producer is complete, so semK is 0 again and free for reuse; a semaphore is only
 //! given to a producer issued after the semaphore's last wait, so one signal always meets
-//! exactly one wait. Instructions of one MXU or of the VPU are ordered by their queue (the ISA
-//! guarantees each sees the effects of the earlier ones) and need nothing. If no semaphore is
-//! free, a `fence` orders everything.
+//! exactly one wait. Several pending producers a new instruction conflicts with share one
+//! semaphore and one `sem.wait semK, n=k` (fan-in). Of the free semaphores a producer gets the
+//! one waited most recently before it was issued (best fit), keeping those free since earlier
+//! for producers issued earlier. Instructions of one MXU or of the VPU are ordered by their
+//! queue (the ISA guarantees each sees the effects of the earlier ones) and need nothing. If
+//! no semaphore is free, a `fence` orders everything.
+//!
+//! The pool is semaphores 0..30; 30 and 31 ([`FANOUT_SEMS`]) are the asynchronous
+//! collectives' fan-out semaphores. A block that outlives the instructions emitted after it
+//! (an asynchronous collective in flight) holds its semaphores ([`Emitter::hold`]) until it
+//! gives them back: not handed out, and not freed by a `fence`.
 //!
 //! **Addresses.** VMEM operands are `[sB+OFF]` with a 16-bit offset: the emitter caches base
 //! values in `s1..s27` and loads a new base with `s.li` only when no cached one is in range.
@@ -46,8 +54,15 @@ struct Pending {
     sem: Option<u8>,
 }
 
-/// Semaphores the compiler hands out (all of the ISA's 32).
+/// The ISA's semaphores.
 const SEMS: usize = 32;
+/// Semaphores the emitter hands to producers: all but the last two, which asynchronous
+/// collectives declare with a fan-out count (`.sem semN signal=2`, see
+/// [`crate::lower::collective`]) and which therefore never carry the emitter's one-to-one
+/// signals.
+const POOL: usize = SEMS - 2;
+/// The fan-out semaphores of asynchronous collectives (never in the emitter's pool).
+pub const FANOUT_SEMS: [u8; 2] = [30, 31];
 /// First and last scalar register used for address bases.
 const REG_LO: u8 = 1;
 const REG_HI: u8 = 27;
@@ -61,6 +76,9 @@ pub struct Emitter {
     pending: Vec<Pending>,
     /// Per semaphore: `None` while a producer holds it, else the pc it became free at.
     sem_free: [Option<u32>; SEMS],
+    /// Semaphores held by a block that outlives fences (an asynchronous collective in flight):
+    /// bit per semaphore; never handed out, not freed by a `fence`.
+    held: u32,
     regs: [Option<u64>; 32],
     victim: u8,
     /// Registers an operand of the instruction being built already uses (bit per register):
@@ -96,6 +114,7 @@ impl Emitter {
             b: Builder::new(),
             pending: Vec::new(),
             sem_free: [Some(0); SEMS],
+            held: 0,
             regs,
             victim: REG_LO,
             locked: 0,
@@ -108,6 +127,7 @@ impl Emitter {
     pub fn reset_core_state(&mut self) {
         self.pending.clear();
         self.sem_free = [Some(0); SEMS];
+        self.held = 0;
         self.regs = [None; 32];
         self.regs[0] = Some(0);
         self.locked = 0;
@@ -122,25 +142,22 @@ impl Emitter {
     /// Emits a unit instruction on `queue` that reads `reads` and writes `writes`, after
     /// ordering it behind every pending instruction it conflicts with.
     pub fn unit(&mut self, i: Inst, queue: Queue, reads: &[Access], writes: &[Access]) -> u32 {
-        let mut k = 0;
-        while k < self.pending.len() {
-            let p = &self.pending[k];
-            let ordered = p.queue == queue && queue != Queue::Dma;
-            let conflict = !ordered
-                && (p
-                    .writes
-                    .iter()
-                    .any(|w| reads.iter().chain(writes).any(|x| x.overlaps(w)))
-                    || p.reads.iter().any(|r| writes.iter().any(|x| x.overlaps(r))));
-            if conflict {
-                if self.sync(k) {
-                    // A fence cleared everything.
-                    break;
-                }
-            } else {
-                k += 1;
-            }
-        }
+        let conflicts: Vec<usize> = self
+            .pending
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                let ordered = p.queue == queue && queue != Queue::Dma;
+                !ordered
+                    && (p
+                        .writes
+                        .iter()
+                        .any(|w| reads.iter().chain(writes).any(|x| x.overlaps(w)))
+                        || p.reads.iter().any(|r| writes.iter().any(|x| x.overlaps(r))))
+            })
+            .map(|(k, _)| k)
+            .collect();
+        self.sync_all(&conflicts);
         // Retire the oldest pending instruction of this queue past the cap (it is long done by
         // now, so the wait costs an issue slot, not a stall): keeps the conflict scan short.
         if self.pending.iter().filter(|p| p.queue == queue).count() >= MAX_PENDING_PER_QUEUE {
@@ -160,15 +177,62 @@ impl Emitter {
         pc
     }
 
+    /// Waits (on the sequencer) until the pending instructions `ks` (ascending) have
+    /// completed: one semaphore that each of them signals and one `sem.wait` for all (fan-in),
+    /// or a fence if no semaphore is free for the oldest.
+    fn sync_all(&mut self, ks: &[usize]) {
+        match ks {
+            [] => {}
+            [k] => {
+                self.sync(*k);
+            }
+            _ => {
+                let pc = ks.iter().map(|&k| self.pending[k].pc).min().unwrap_or(0);
+                let Some(s) = self.free_sem(pc) else {
+                    self.fence();
+                    return;
+                };
+                for &k in ks.iter().rev() {
+                    let p = self.pending.remove(k);
+                    debug_assert!(p.sem.is_none());
+                    let patched = self
+                        .b
+                        .inst_mut(p.pc)
+                        .map(|i| i.set_sync("signal", Some(Sem(s as u8))))
+                        .unwrap_or(false);
+                    if !patched {
+                        // Cannot happen for unit instructions; stay correct anyway.
+                        self.fence();
+                        return;
+                    }
+                }
+                let at = self.b.emit(Inst::SemWait {
+                    sem: Sem(s as u8),
+                    n: ks.len() as u32,
+                });
+                self.sem_free[s] = Some(at);
+                self.stats.waits += 1;
+            }
+        }
+    }
+
+    /// The pool semaphore to give a producer issued at `pc` (free since before it), if any.
+    fn free_sem(&self, pc: u32) -> Option<usize> {
+        // Best fit: the semaphore waited most recently before the producer was issued, so
+        // those free since earlier stay for producers issued earlier.
+        self.sem_free[..POOL]
+            .iter()
+            .enumerate()
+            .filter_map(|(s, f)| f.filter(|&at| at <= pc).map(|at| (at, s)))
+            .max_by_key(|&(at, s)| (at, std::cmp::Reverse(s)))
+            .map(|(_, s)| s)
+    }
+
     /// Waits (on the sequencer) until pending instruction `k` has completed; returns true if
     /// that took a fence (every pending instruction is then complete).
     fn sync(&mut self, k: usize) -> bool {
         let pc = self.pending[k].pc;
-        let sem = self
-            .sem_free
-            .iter()
-            .position(|f| matches!(f, Some(at) if *at <= pc));
-        let Some(s) = sem else {
+        let Some(s) = self.free_sem(pc) else {
             self.fence();
             return true;
         };
@@ -199,7 +263,57 @@ impl Emitter {
         self.b.emit(Inst::Fence {});
         self.pending.clear();
         self.sem_free = [Some(0); SEMS];
+        for s in 0..SEMS {
+            if self.held & (1 << s) != 0 {
+                self.sem_free[s] = None;
+            }
+        }
         self.stats.fences += 1;
+    }
+
+    /// Takes `n` semaphores of the pool that no producer holds (each is 0: its last signal met
+    /// its wait) and keeps them from the pool, across fences, until [`Self::give_back`]: for a
+    /// block that signals and waits them itself while other work is emitted (an asynchronous
+    /// collective). `None` if fewer than `n` are free.
+    pub fn hold(&mut self, n: usize) -> Option<Vec<u8>> {
+        // The most recently waited first: a semaphore free since an early pc is the only kind
+        // that can order a producer issued that early, so those stay in the pool.
+        let mut free: Vec<(u32, u8)> = (0..POOL)
+            .filter_map(|s| self.sem_free[s].map(|at| (at, s as u8)))
+            .collect();
+        free.sort_by_key(|&(at, s)| (std::cmp::Reverse(at), s));
+        let free: Vec<u8> = free.into_iter().take(n).map(|(_, s)| s).collect();
+        if free.len() < n {
+            return None;
+        }
+        for &s in &free {
+            self.sem_free[s as usize] = None;
+            self.held |= 1 << s;
+        }
+        Some(free)
+    }
+
+    /// Marks semaphores of the fan-out set held (see [`Self::hold`]); they are outside the pool.
+    pub fn hold_fanout(&mut self) {
+        for s in FANOUT_SEMS {
+            self.held |= 1 << s;
+            self.sem_free[s as usize] = None;
+        }
+    }
+
+    /// Whether the fan-out semaphores are held by a block in flight.
+    pub fn fanout_held(&self) -> bool {
+        FANOUT_SEMS.iter().any(|&s| self.held & (1 << s) != 0)
+    }
+
+    /// Returns held semaphores (each waited down to 0 by the block) to the pool; `at` is the pc
+    /// of their last wait.
+    pub fn give_back(&mut self, sems: &[u8]) {
+        let at = self.b.pc();
+        for &s in sems {
+            self.held &= !(1 << s);
+            self.sem_free[s as usize] = Some(at);
+        }
     }
 
     /// Keeps semaphores `sems` from being handed to producers until the next `fence`: a block
@@ -208,6 +322,7 @@ impl Emitter {
     pub fn reserve(&mut self, sems: std::ops::RangeInclusive<u8>) {
         for s in sems {
             debug_assert!(self.pending.iter().all(|p| p.sem != Some(s)));
+            debug_assert!(self.held & (1 << s) == 0);
             self.sem_free[s as usize] = None;
         }
     }

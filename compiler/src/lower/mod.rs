@@ -184,6 +184,11 @@ pub struct Lowerer<'a> {
     pub(crate) chips: usize,
     /// The next ICI tag a collective takes.
     pub(crate) coll_tag: u32,
+    /// While an asynchronous collective's start is lowered: the position of its done (its
+    /// scratch buffers live until then).
+    pub(crate) async_until: Option<usize>,
+    /// Asynchronous collectives issued and not yet waited for.
+    pub(crate) in_flight: Vec<collective::InFlight>,
     /// Collective record tables placed in VMEM, by contents.
     pub(crate) coll_tables: std::collections::HashMap<Vec<i64>, u64>,
     /// Device-to-device send/recv channels.
@@ -256,6 +261,8 @@ impl<'a> Lowerer<'a> {
             devs,
             chips: devs.n(),
             coll_tag: 0,
+            async_until: None,
+            in_flight: Vec::new(),
             chans: Default::default(),
             coll_tables: Default::default(),
             rng_state: None,
@@ -360,6 +367,7 @@ impl<'a> Lowerer<'a> {
         l.e.b.end_hlo();
         l.span = c.insts[c.root].span;
         l.flush_sends()?;
+        l.drain_async();
         let root = l.vals[c.root.index()].clone().expect("root lowered");
         let result = l.store_output(&root)?;
         if arch.cores_per_chip > 1 {
@@ -536,7 +544,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The operand's value, kept alive as long as `user` is.
-    fn alias(&mut self, o: InstId, user: InstId) -> CResult<Val> {
+    pub(crate) fn alias(&mut self, o: InstId, user: InstId) -> CResult<Val> {
         let v = self.val(o)?;
         self.extend_life(&v, user);
         Ok(v)
@@ -627,7 +635,12 @@ impl<'a> Lowerer<'a> {
         self.buf_until(self.pos, ty, dims)
     }
 
-    fn buf_until(&mut self, last_use: usize, ty: ElementType, dims: Vec<usize>) -> CResult<Buf> {
+    pub(crate) fn buf_until(
+        &mut self,
+        last_use: usize,
+        ty: ElementType,
+        dims: Vec<usize>,
+    ) -> CResult<Buf> {
         let n = dims
             .iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d as u64))

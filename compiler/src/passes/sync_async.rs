@@ -1,4 +1,13 @@
-//! Runs asynchronous collectives synchronously: each `all-reduce-done`, `all-gather-done`,
+//! Keeps the asynchronous collectives the chip overlaps with compute, and runs the others
+//! synchronously.
+//!
+//! **Kept** (lowered as an issue at the start and a wait at the done, see
+//! [`crate::lower::collective`]): in the entry computation, an `all-reduce-start` of one array
+//! operand whose only user is its `all-reduce-done`. Lowering follows the entry's instruction
+//! order (a post order that visits instructions in their textual order), so the work XLA's
+//! scheduler placed between start and done is lowered between them.
+//!
+//! **The others run synchronously**: each `all-reduce-done`, `all-gather-done`,
 //! `collective-permute-done` or `async-done` whose operand is its start (and the start has no
 //! other user) is replaced by the synchronous op at the start's operands — `all-reduce`,
 //! `all-gather`, `collective-permute` with the start's attributes, or a `call` of an
@@ -18,6 +27,12 @@ use hlo::{InstId, Instruction, Module, Opcode};
 /// See the module docs.
 pub struct SyncAsync;
 
+/// Whether the start `s` (whose only user is its done, in the entry computation) stays
+/// asynchronous.
+pub fn kept(s: &Instruction) -> bool {
+    s.opcode == Opcode::AllReduceStart && s.operands.len() == 1 && s.shape.as_array().is_some()
+}
+
 impl Pass for SyncAsync {
     fn name(&self) -> &'static str {
         "sync-async"
@@ -34,6 +49,7 @@ impl Pass for SyncAsync {
                     users[o.index()] += 1;
                 }
             }
+            let entry = c == m.entry;
             let dones: Vec<(InstId, InstId)> = comp
                 .insts
                 .iter()
@@ -48,6 +64,7 @@ impl Pass for SyncAsync {
                 })
                 .map(|(h, i)| (h, i.operands[0]))
                 .filter(|&(_, s)| users[s.index()] == 1 && comp.root != s)
+                .filter(|&(_, s)| !(entry && kept(&comp.insts[s])))
                 .collect();
             for (done, start) in dones {
                 let comp = &m.comps[c];
