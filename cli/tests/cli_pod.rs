@@ -52,6 +52,39 @@ fn send_recv_between_replicas_matches_the_evaluator() {
 }
 
 #[test]
+fn send_recv_inside_while_and_conditional_bodies_matches_the_evaluator() {
+    // Five iterations of a ring shift on channel 1 (receive before send in the text), then a
+    // conditional whose branches exchange on channels 2 and 3.
+    let o = systole(&[
+        "run",
+        "tests/pod/sendrecv_while_conditional.hlo",
+        "--random",
+        "3",
+        "--rtol",
+        "0",
+        "--atol",
+        "0",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("outputs match the evaluator"), "{t}");
+    // A send queued outside a body and received inside it is refused, naming the recv-done.
+    let o = systole(&[
+        "run",
+        "tests/pod/sendrecv_queued_outside_body.hlo",
+        "--random",
+        "3",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("sendrecv_queued_outside_body.hlo:17:3")
+            && t.contains("not supported on chip yet: recv-done on channel 1 inside a while"),
+        "{t}"
+    );
+}
+
+#[test]
 fn async_collective_forms_and_collective_broadcast_match_the_evaluator() {
     // all-reduce/all-gather/collective-permute start+done, async-start wrapping an all-reduce
     // (run synchronously on chip), collective-broadcast from a group's first member.
@@ -64,6 +97,20 @@ fn async_collective_forms_and_collective_broadcast_match_the_evaluator() {
         "1e-6",
         "--atol",
         "1e-6",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("outputs match the evaluator"), "{t}");
+    // An all-reduce started before a while loop that runs all-reduces, done after it.
+    let o = systole(&[
+        "run",
+        "tests/pod/async/allreduce_start_around_while.hlo",
+        "--random",
+        "3",
+        "--rtol",
+        "0",
+        "--atol",
+        "0",
     ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
@@ -534,10 +581,39 @@ fn an_all_reduce_start_overlaps_the_dot_before_its_done_on_4_and_8_chips() {
         "tests/pod/async/allreduce_overlap_sync.hlo",
         &[],
     );
+    // The analytic backend: the start's `ici.model` runs under the dot too.
+    let analytic = |f: &str| {
+        report(&["run", f, "--timing-only", "--ici", "analytic"])["cycles"]
+            .as_f64()
+            .unwrap()
+    };
+    let (a, s) = (
+        analytic("tests/pod/async/allreduce_overlap.hlo"),
+        analytic("tests/pod/async/allreduce_overlap_sync.hlo"),
+    );
+    assert!(a < s, "analytic: async {a} cycles, sync {s}");
     let ring8 = ["--set", "ici.topology=ring", "--set", "ici.dims=[8]"];
     assert_overlaps(
         "tests/pod/async/allreduce_overlap_8.hlo",
         "tests/pod/async/allreduce_overlap_sync_8.hlo",
         &ring8,
     );
+}
+
+#[test]
+fn all_gather_and_collective_permute_starts_overlap_the_dot_before_their_done() {
+    // all-gather-start (a ring, own block loaded on the VPU) and collective-permute-start (a
+    // ring shift) with an independent s8 dot before the done; outputs exactly the evaluator's.
+    for (a, s) in [
+        (
+            "tests/pod/async/allgather_overlap.hlo",
+            "tests/pod/async/allgather_overlap_sync.hlo",
+        ),
+        (
+            "tests/pod/async/permute_overlap.hlo",
+            "tests/pod/async/permute_overlap_sync.hlo",
+        ),
+    ] {
+        assert_overlaps(a, s, &[]);
+    }
 }

@@ -39,8 +39,8 @@
 //! run together with chunk `k − 1`'s all-gather steps (one ring phase of four lanes), so the
 //! hop latencies of the two overlap; the ICI reads and writes HBM outside the HBM link model.
 //!
-//! **Asynchronous all-reduce** (`all-reduce-start`/`all-reduce-done` kept by
-//! [`crate::passes::sync_async`]; lowering follows the entry's textual order, so the work XLA
+//! **Asynchronous collectives** (`all-reduce-start`, `all-gather-start`,
+//! `collective-permute-start` and their dones, kept by [`crate::passes::sync_async`]; lowering follows the entry's textual order, so the work XLA
 //! scheduled between start and done is lowered between them). On a flat ring the start
 //! issues the whole collective into the unit queues and the sequencer moves on: no `fence`,
 //! no `sem.wait`. The ordering the synchronous block gets from the sequencer is carried by
@@ -54,6 +54,10 @@
 //! waits only for the pending instructions that touch the collective's buffers (the emitter's
 //! `seq_write`); its buffers and scratch live until the done, so nothing lowered in between
 //! reuses them. The semaphores are held across fences ([`super::emit::Emitter::hold`]).
+//! An all-gather start ([`Lowerer::ring_all_gather_async`], a flat ring gathering along the
+//! leading non-trivial dimension) loads the chip's own block on the VPU and runs the
+//! all-gather steps the same way; a permute start ([`Lowerer::permute_async`], every chip a
+//! source and a target) posts its receive and send; the operand lives until the done.
 //!
 //! What overlaps: the ICI transfers and the VPU combines with every instruction lowered
 //! between start and done on other units (MXU, DMA) and with the sequencer's issue. What
@@ -64,10 +68,10 @@
 //! queue) and waits for them; a `fence` in between (control flow, the emitter out of
 //! semaphores) or another collective waits for the collective to finish (the chip runs one
 //! collective at a time: a collective lowered while one is in flight first waits for it).
-//! Torus stages, reduce-scatter/all-gather/permute starts, tuple all-reduce-starts, starts in
-//! while/conditional bodies and all-reduces streamed through HBM run synchronously at the
-//! start (right values, no overlap); `async-start`/`async-done` and the other `*-start` forms
-//! reach this file as their synchronous ops. With the analytic backend the start is one
+//! Torus stages, all-gathers along an inner dimension, partial permutes, all-reduces streamed
+//! through HBM and starts when too few semaphores are free run the synchronous block at the
+//! start (right values, no overlap); tuple all-reduce-starts, starts in while/conditional
+//! bodies and `async-start`/`async-done` reach this file as their synchronous ops. With the analytic backend the start is one
 //! `ici.model` that signals a held semaphore, and the done waits for it.
 
 use super::elementwise::{binary, chunks};
@@ -210,7 +214,11 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         Opcode::PartitionId => l.partition_id(h)?,
         Opcode::AllReduce => l.all_reduce(h)?,
         Opcode::AllReduceStart => l.all_reduce_start(h)?,
-        Opcode::AllReduceDone => l.async_done(h)?,
+        Opcode::AllGatherStart => l.all_gather_start(h)?,
+        Opcode::CollectivePermuteStart => l.collective_permute_start(h)?,
+        Opcode::AllReduceDone | Opcode::AllGatherDone | Opcode::CollectivePermuteDone => {
+            l.async_done(h)?
+        }
         Opcode::ReduceScatter => l.reduce_scatter(h)?,
         Opcode::AllGather => l.all_gather(h)?,
         Opcode::AllToAll => l.all_to_all(h)?,
@@ -1308,7 +1316,7 @@ impl Lowerer<'_> {
 
     fn all_gather(&mut self, h: InstId) -> CResult<Val> {
         let x = self.sole_operand(h, "all-gather")?;
-        let (ty, dims) = self.out_shape(h)?;
+        let (ty, dims) = self.result_shape(h)?;
         let d = self.one_dim(h)?;
         let groups = self.groups(h)?;
         let g = groups[0].len();
@@ -1330,7 +1338,9 @@ impl Lowerer<'_> {
             let recs = self.ring_records(&groups, false);
             // Own block at position `pos`, then the all-gather ring.
             let lanes = self.lanes(stage.addr, ce, ty, false)?;
-            if self.coll_begin(&recs)? {
+            if self.async_until.is_some() && direct && g > 1 {
+                self.ring_all_gather_async(h, &recs, &lanes, &x, g as u64)?;
+            } else if self.coll_begin(&recs)? {
                 self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
                 let pieces = self.runtime_vpu(RtVpu::Load, x.addr, ce, t, w, 0);
                 self.wait(0, pieces);
@@ -1438,10 +1448,25 @@ impl Lowerer<'_> {
             span: self.span,
         })?;
         let x = self.arr(inst.operands[0])?;
-        let (ty, dims) = self.out_shape(h)?;
+        let (ty, dims) = self.result_shape(h)?;
         let out = self.new_buf(h, ty, dims)?;
         let tag = self.next_tag();
+        // Every chip a source and a target: issued asynchronously at a start.
+        let full = |side: fn(&(usize, usize)) -> usize| {
+            let mut seen = vec![false; self.chips];
+            pairs.iter().for_each(|p| seen[side(p)] = true);
+            seen.iter().all(|&b| b)
+        };
+        if self.async_until.is_some() && full(|p| p.0) && full(|p| p.1) {
+            self.permute_async(h, &pairs, &x, &out, tag)?;
+            // The send reads the operand until the done.
+            self.extend_life(&Val::Array(x.clone()), h);
+            return Ok(Val::Tuple(vec![Val::Array(x), Val::Array(out)]));
+        }
         self.exchange(h, &pairs, Some(&x), Some(&out), tag)?;
+        if self.async_until.is_some() {
+            return Ok(Val::Tuple(vec![Val::Array(x), Val::Array(out)]));
+        }
         Ok(Val::Array(out))
     }
 
@@ -1550,6 +1575,7 @@ impl Lowerer<'_> {
     /// `all-reduce-start`: the all-reduce, issued without waiting for it where it can be
     /// (a flat ring); its `all-reduce-done` waits.
     fn all_reduce_start(&mut self, h: InstId) -> CResult<Val> {
+        self.check_start(h)?;
         self.async_until = Some(self.last_use[h.index()]);
         let v = self.all_reduce(h);
         self.async_until = None;
@@ -1557,14 +1583,215 @@ impl Lowerer<'_> {
     }
 
     /// A `*-done`: waits for its start's collective if that is still in flight; its value is
-    /// the start's.
+    /// the start's result (a permute start's value is `(operand, result)`).
     fn async_done(&mut self, h: InstId) -> CResult<Val> {
         let s = self.comp().insts[h].operands[0];
         if let Some(k) = self.in_flight.iter().position(|f| f.start == s) {
             let f = self.in_flight.remove(k);
             self.complete(f);
         }
-        self.alias(s, h)
+        let v = match self.val(s)? {
+            Val::Tuple(vs) if self.comp().insts[h].opcode == Opcode::CollectivePermuteDone => {
+                vs.get(1).cloned().ok_or_else(|| {
+                    CompileError::Internal("a permute start without its result".into())
+                })?
+            }
+            v => v,
+        };
+        self.extend_life(&v, h);
+        Ok(v)
+    }
+
+    /// A start must have its done as its only user (one that is also read otherwise, e.g.
+    /// through a `get-tuple-element` of its context, is refused).
+    fn check_start(&self, h: InstId) -> CResult<()> {
+        let c = self.comp();
+        let users: Vec<&hlo::Instruction> = c
+            .insts
+            .values()
+            .filter(|i| i.operands.contains(&h))
+            .collect();
+        match users[..] {
+            [d] if d.opcode.name().ends_with("-done") => Ok(()),
+            _ => Err(self.unsupported(format!(
+                "{} whose value is used other than by its done",
+                c.insts[h].opcode
+            ))),
+        }
+    }
+
+    /// The array result of `h`, or of its done if `h` is a start (whose shape is a tuple).
+    fn result_shape(&self, h: InstId) -> CResult<(ElementType, Vec<usize>)> {
+        let c = self.comp();
+        if matches!(
+            c.insts[h].opcode,
+            Opcode::AllGatherStart | Opcode::CollectivePermuteStart
+        ) && c.insts[h].shape.as_array().is_none()
+        {
+            let done = c
+                .insts
+                .iter()
+                .find(|(_, i)| i.operands.first() == Some(&h) && i.opcode.name().ends_with("-done"))
+                .map(|(d, _)| d)
+                .ok_or_else(|| {
+                    self.unsupported(format!("{} without its done", c.insts[h].opcode))
+                })?;
+            return self.out_shape(done);
+        }
+        self.out_shape(h)
+    }
+
+    /// `all-gather-start`: the all-gather, issued without waiting where it can be (a flat
+    /// ring gathering along its leading non-trivial dimension); its done waits.
+    fn all_gather_start(&mut self, h: InstId) -> CResult<Val> {
+        self.check_start(h)?;
+        self.async_until = Some(self.last_use[h.index()]);
+        let v = self.all_gather(h);
+        self.async_until = None;
+        v
+    }
+
+    /// `collective-permute-start`: the permute, issued without waiting when every chip is a
+    /// source and a target; its done waits.
+    fn collective_permute_start(&mut self, h: InstId) -> CResult<Val> {
+        self.check_start(h)?;
+        self.async_until = Some(self.last_use[h.index()]);
+        let v = self.collective_permute(h);
+        self.async_until = None;
+        v
+    }
+
+    /// A permutation in which every chip sends `x` to its target and receives `out` from its
+    /// source, issued without waiting: both transfers signal one semaphore the done waits for.
+    fn permute_async(
+        &mut self,
+        h: InstId,
+        pairs: &[(usize, usize)],
+        x: &Buf,
+        out: &Buf,
+        tag: u32,
+    ) -> CResult<()> {
+        self.drain_async();
+        let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
+        self.note(h, CollKind::Permute, &as_groups, x.bytes(), &[]);
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let mut recs = vec![vec![-1i64, -1]; self.chips];
+        for &(s, d) in pairs {
+            recs[d][0] = s as i64;
+            recs[s][1] = d as i64;
+        }
+        let Some(held) = self.e.hold(1) else {
+            // No semaphore free: the synchronous block (which notes it again).
+            self.stats.collectives.pop();
+            return self.exchange(h, pairs, Some(x), Some(out), tag);
+        };
+        let done = held[0];
+        self.e.seq_read(x.access());
+        self.e.seq_write(out.access());
+        self.load_record(&recs)?;
+        let m = self.e.memref(Space::Vmem, out.addr);
+        self.post_sync(false, 0, m, out.bytes(), tag, None, Some(done));
+        let m = self.e.memref(Space::Vmem, x.addr);
+        self.post_sync(true, 1, m, x.bytes(), tag, None, Some(done));
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, 2)],
+            held,
+            fanout: false,
+        });
+        Ok(())
+    }
+
+    /// The bidirectional ring all-gather of `x` into the chunks of `lanes` (the gathered
+    /// result), issued without waiting: per lane, the chip's own block (its half of chunk
+    /// `pos`) is loaded on the VPU; all-gather step `s` receives into chunk `pos − s − 1`
+    /// (nothing else touches it before) and sends chunk `pos − s`, waiting for the load (step
+    /// 0) or for the previous receive. The sends and the last receive signal the completion
+    /// semaphore the done waits for.
+    fn ring_all_gather_async(
+        &mut self,
+        h: InstId,
+        recs: &[Vec<i64>],
+        lanes: &[Lane],
+        x: &Buf,
+        g: u64,
+    ) -> CResult<()> {
+        self.drain_async();
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let t = self.vty(x.ty)?;
+        let w = x.ty.byte_size() as u64;
+        let nl = lanes.len();
+        let stage = lanes[0].base;
+        let chunk = lanes[0].stride;
+        let Some(held) = self.e.hold(2 * nl + 1) else {
+            // No semaphores free: the synchronous block.
+            if self.coll_begin(recs)? {
+                self.chunk_addr(0, g, chunk, stage, None);
+                let pieces = self.runtime_vpu(RtVpu::Load, x.addr, chunk / w, t, w, 0);
+                self.wait(0, pieces);
+                self.ring_phase(lanes, g, t, w, None);
+                self.coll_end();
+            }
+            return Ok(());
+        };
+        self.e.seq_read(x.access());
+        self.e.seq_write(isa::Access::vmem(stage, chunk * g));
+        // The VPU reads the operand after the start: it lives until the done.
+        self.extend_life(&Val::Array(x.clone()), h);
+        self.load_record(recs)?;
+        let done = held[2 * nl];
+        for (i, lane) in lanes.iter().enumerate() {
+            let kl = held[2 * i];
+            let off = lane.base - stage;
+            self.chunk_addr(0, g, lane.stride, lane.base, None);
+            self.runtime_vpu_with(RtVpu::Load, x.addr + off, lane.len, t, w, |_, last| {
+                (None, last.then_some(kl))
+            });
+        }
+        let steps = g as i64 - 1;
+        let at = |space| MemRef {
+            space,
+            base: R_ADDR,
+            off: 0,
+        };
+        for s in 0..steps {
+            let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
+            for (i, lane) in lanes.iter().enumerate() {
+                let (kl, kg) = (held[2 * i], held[2 * i + 1]);
+                let (from, to) = if lane.fwd {
+                    (lane.f.prev, lane.f.next)
+                } else {
+                    (lane.f.next, lane.f.prev)
+                };
+                let sig = if s + 1 < steps { kg } else { done };
+                self.chunk_addr(k(lane, 1), g, lane.stride, lane.base, lane.f.seg);
+                let dst = at(lane.space);
+                self.post_sync(false, from, dst, lane.len * w, lane.tag, None, Some(sig));
+                let gate = if s == 0 { kl } else { kg };
+                self.chunk_addr(k(lane, 0), g, lane.stride, lane.base, lane.f.seg);
+                let src = at(lane.space);
+                self.post_sync(
+                    true,
+                    to,
+                    src,
+                    lane.len * w,
+                    lane.tag,
+                    Some(gate),
+                    Some(done),
+                );
+            }
+        }
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, nl as u32 * g as u32)],
+            held,
+            fanout: false,
+        });
+        Ok(())
     }
 
     /// Waits for every asynchronous collective in flight: before another collective (the chip

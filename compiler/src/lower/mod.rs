@@ -207,6 +207,41 @@ pub fn devices(m: &Module) -> CResult<hlo::groups::Devices> {
     })
 }
 
+/// Whether a computation `inst` calls (transitively) talks to other chips: a collective, an
+/// asynchronous start or a send/recv.
+fn calls_collectives(m: &Module, inst: &hlo::Instruction) -> bool {
+    use Opcode as O;
+    let mut stack: Vec<hlo::CompId> = inst.attrs.called_computations();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(c) = stack.pop() {
+        if !seen.insert(c) {
+            continue;
+        }
+        for i in m.comps[c].insts.values() {
+            if matches!(
+                i.opcode,
+                O::AllReduce
+                    | O::AllGather
+                    | O::ReduceScatter
+                    | O::AllToAll
+                    | O::CollectivePermute
+                    | O::CollectiveBroadcast
+                    | O::AllReduceStart
+                    | O::AllGatherStart
+                    | O::CollectivePermuteStart
+                    | O::AsyncStart
+                    | O::Send
+                    | O::Recv
+                    | O::RecvDone
+            ) {
+                return true;
+            }
+            stack.extend(i.attrs.called_computations());
+        }
+    }
+    false
+}
+
 /// Largest element count of one VPU instruction (its `n` field has 20 bits).
 pub const VPU_CHUNK: u64 = 1 << 19;
 
@@ -465,8 +500,18 @@ impl<'a> Lowerer<'a> {
                 self.extend_life(&v, h);
                 Ok(v)
             }
-            O::While => control::lower_while(self, h),
-            O::Conditional => control::lower_conditional(self, h),
+            O::While | O::Conditional => {
+                // A collective in the body must not wait for one in flight (that wait would
+                // run on every iteration): the one in flight completes first.
+                if calls_collectives(self.m, inst) {
+                    self.drain_async();
+                }
+                if inst.opcode == O::While {
+                    control::lower_while(self, h)
+                } else {
+                    control::lower_conditional(self, h)
+                }
+            }
             O::AfterAll => Ok(Val::Token),
             O::RngGetAndUpdateState => rng_state::lower(self, h)?
                 .ok_or_else(|| CompileError::Internal("rng state not lowered".into())),
@@ -733,6 +778,8 @@ impl<'a> Lowerer<'a> {
             }
             self.free_dead(k);
         }
+        // The body's own sends go out in the body (every execution pairs its transfers).
+        self.flush_sends()?;
         let root = self.vals[c.root.index()].clone().expect("root lowered");
         Ok((root, saved))
     }

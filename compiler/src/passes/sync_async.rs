@@ -3,7 +3,8 @@
 //!
 //! **Kept** (lowered as an issue at the start and a wait at the done, see
 //! [`crate::lower::collective`]): in the entry computation, an `all-reduce-start` of one array
-//! operand whose only user is its `all-reduce-done`. Lowering follows the entry's instruction
+//! operand, an `all-gather-start` or a `collective-permute-start` of one operand, whose only
+//! user is its done. Lowering follows the entry's instruction
 //! order (a post order that visits instructions in their textual order), so the work XLA's
 //! scheduler placed between start and done is lowered between them.
 //!
@@ -17,7 +18,8 @@
 //! This gives the right values and the collective's own cost, but no overlap of the transfer
 //! with the compute scheduled between start and done (a limitation stated in docs/ici.md).
 //! Starts with other users (e.g. a `get-tuple-element` of a context) are left alone and reach
-//! lowering, which refuses them as not supported yet.
+//! lowering, which refuses them as not supported yet ("… whose value is used other than by its
+//! done").
 
 use super::replace_uses;
 use crate::error::CResult;
@@ -30,7 +32,12 @@ pub struct SyncAsync;
 /// Whether the start `s` (whose only user is its done, in the entry computation) stays
 /// asynchronous.
 pub fn kept(s: &Instruction) -> bool {
-    s.opcode == Opcode::AllReduceStart && s.operands.len() == 1 && s.shape.as_array().is_some()
+    s.operands.len() == 1
+        && match s.opcode {
+            Opcode::AllReduceStart => s.shape.as_array().is_some(),
+            Opcode::AllGatherStart | Opcode::CollectivePermuteStart => true,
+            _ => false,
+        }
 }
 
 impl Pass for SyncAsync {
