@@ -418,13 +418,27 @@ fn threaded(args: &[&str], threads: usize) -> (Option<i32>, String, String, Stri
 #[test]
 fn a_pod_run_is_bit_identical_on_1_2_and_4_threads() {
     // Outputs (checked against the evaluator), cycles, every statistic and the trace: all four
-    // collectives on a ring of 8 (the all-to-all sends to the chip itself too), and the
-    // data-parallel training step.
+    // collectives on a ring of 8 (the all-to-all sends to the chip itself too), the
+    // data-parallel training step, and an all-reduce-start overlapping a dot.
     let ring = ["--set", "ici.topology=ring", "--set", "ici.dims=[8]"];
-    let runs: [Vec<&str>; 2] = [
+    let runs: [Vec<&str>; 3] = [
         [&["run", "tests/pod/bench/collectives_8.hlo"][..], &ring].concat(),
         [
             &["run", "tests/pod/models/transformer_dp_train_8/module.hlo"][..],
+            &ring,
+        ]
+        .concat(),
+        [
+            &[
+                "run",
+                "tests/pod/async/allreduce_overlap_8.hlo",
+                "--random",
+                "2",
+                "--rtol",
+                "0",
+                "--atol",
+                "0",
+            ][..],
             &ring,
         ]
         .concat(),
