@@ -615,9 +615,10 @@ fn an_all_reduce_start_overlaps_the_dot_before_its_done_on_4_and_8_chips() {
 }
 
 #[test]
-fn all_gather_and_collective_permute_starts_overlap_the_dot_before_their_done() {
-    // all-gather-start (a ring, own block loaded on the VPU) and collective-permute-start (a
-    // ring shift) with an independent s8 dot before the done; outputs exactly the evaluator's.
+fn all_gather_permute_and_async_start_forms_overlap_the_dot_before_their_done() {
+    // all-gather-start (a ring, own block loaded on the VPU), collective-permute-start (a
+    // ring shift) and async-start wrapping an all-reduce, each with an independent s8 dot
+    // before the done; outputs exactly the evaluator's.
     for (a, s) in [
         (
             "tests/pod/async/allgather_overlap.hlo",
@@ -626,6 +627,11 @@ fn all_gather_and_collective_permute_starts_overlap_the_dot_before_their_done() 
         (
             "tests/pod/async/permute_overlap.hlo",
             "tests/pod/async/permute_overlap_sync.hlo",
+        ),
+        // async-start/async-done wrapping the all-reduce.
+        (
+            "tests/pod/async/async_start_overlap.hlo",
+            "tests/pod/async/allreduce_overlap_sync.hlo",
         ),
     ] {
         assert_overlaps(a, s, &[]);

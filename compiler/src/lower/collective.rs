@@ -71,7 +71,8 @@
 //! Torus stages, all-gathers along an inner dimension, partial permutes, all-reduces streamed
 //! through HBM and starts when too few semaphores are free run the synchronous block at the
 //! start (right values, no overlap); tuple all-reduce-starts, starts in while/conditional
-//! bodies and `async-start`/`async-done` reach this file as their synchronous ops. With the analytic backend the start is one
+//! bodies and `async-start`/`async-done` of anything but one such collective reach this file
+//! as their synchronous ops. With the analytic backend the start is one
 //! `ici.model` that signals a held semaphore, and the done waits for it.
 
 use super::elementwise::{binary, chunks};

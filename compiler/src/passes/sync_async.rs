@@ -4,7 +4,9 @@
 //! **Kept** (lowered as an issue at the start and a wait at the done, see
 //! [`crate::lower::collective`]): in the entry computation, an `all-reduce-start` of one array
 //! operand, an `all-gather-start` or a `collective-permute-start` of one operand, whose only
-//! user is its done. Lowering follows the entry's instruction
+//! user is its done. An entry computation's `async-start`/`async-done` pair whose wrapped
+//! computation is exactly one all-reduce, all-gather or collective-permute of its parameters
+//! (one operand) is first rewritten into that collective's own start and done. Lowering follows the entry's instruction
 //! order (a post order that visits instructions in their textual order), so the work XLA's
 //! scheduler placed between start and done is lowered between them.
 //!
@@ -40,13 +42,83 @@ pub fn kept(s: &Instruction) -> bool {
         }
 }
 
+/// The collective an `async-start` wraps, if its computation is exactly one all-reduce,
+/// all-gather or collective-permute of its parameters in order: `(start, done opcodes, the
+/// collective's attributes, the start's shape)`.
+fn wrapped_collective(
+    m: &Module,
+    start: &Instruction,
+) -> Option<(Opcode, Opcode, hlo::Attrs, hlo::Shape)> {
+    let comp = &m.comps[start.attrs.calls?];
+    let params = comp.parameters();
+    let root = &comp.insts[comp.root];
+    if comp.insts.len() != params.len() + 1 || root.operands != params {
+        return None;
+    }
+    let (s, d) = match root.opcode {
+        Opcode::AllReduce => (Opcode::AllReduceStart, Opcode::AllReduceDone),
+        Opcode::AllGather => (Opcode::AllGatherStart, Opcode::AllGatherDone),
+        Opcode::CollectivePermute => (
+            Opcode::CollectivePermuteStart,
+            Opcode::CollectivePermuteDone,
+        ),
+        _ => return None,
+    };
+    let shape = match s {
+        Opcode::AllReduceStart => root.shape.clone(),
+        _ => {
+            let x = comp.insts[params[0]].shape.clone();
+            hlo::Shape::Tuple(vec![x, root.shape.clone()])
+        }
+    };
+    Some((s, d, (*root.attrs).clone(), shape))
+}
+
+/// Rewrites the entry computation's `async-start`/`async-done` pairs that wrap one collective
+/// of one operand into that collective's own start/done (which lowering keeps asynchronous).
+fn unwrap_async(m: &mut Module) -> bool {
+    let e = m.entry;
+    let comp = &m.comps[e];
+    let mut users = vec![Vec::new(); comp.insts.len()];
+    for (h, i) in comp.insts.iter() {
+        for o in &i.operands {
+            users[o.index()].push(h);
+        }
+    }
+    let mut rewrites = Vec::new();
+    for (h, i) in comp.insts.iter() {
+        if i.opcode != Opcode::AsyncStart || i.operands.len() != 1 || comp.root == h {
+            continue;
+        }
+        let [d] = users[h.index()][..] else { continue };
+        if comp.insts[d].opcode != Opcode::AsyncDone {
+            continue;
+        }
+        if let Some(w) = wrapped_collective(m, i) {
+            rewrites.push((h, d, w));
+        }
+    }
+    let changed = !rewrites.is_empty();
+    for (h, d, (so, dop, attrs, shape)) in rewrites {
+        let comp = &mut m.comps[e];
+        let st = &mut comp.insts[h];
+        st.opcode = so;
+        st.shape = shape;
+        *st.attrs = attrs;
+        let dn = &mut comp.insts[d];
+        dn.opcode = dop;
+        *dn.attrs = hlo::Attrs::default();
+    }
+    changed
+}
+
 impl Pass for SyncAsync {
     fn name(&self) -> &'static str {
         "sync-async"
     }
 
     fn run(&self, m: &mut Module) -> CResult<bool> {
-        let mut changed = false;
+        let mut changed = unwrap_async(m);
         let comps: Vec<hlo::CompId> = m.comps.handles().collect();
         for c in comps {
             let comp = &m.comps[c];
