@@ -556,6 +556,11 @@ fn a_64_mib_all_reduce_streams_through_v4s_16_mib_of_vmem_within_15_percent_of_t
 /// synchronous run's minus half of the smaller of the collective (its measured time in the
 /// synchronous run) and the rest of the synchronous run. Returns (async, sync) cycles.
 fn assert_overlaps(async_file: &str, sync_file: &str, sets: &[&str]) -> (f64, f64) {
+    assert_overlaps_by(async_file, sync_file, sets, 0.5)
+}
+
+/// [`assert_overlaps`] with the fraction `frac` of the smaller part instead of a half.
+fn assert_overlaps_by(async_file: &str, sync_file: &str, sets: &[&str], frac: f64) -> (f64, f64) {
     let run = |f: &str| {
         let mut args = vec!["run", f, "--random", "5", "--rtol", "0", "--atol", "0"];
         args.extend_from_slice(sets);
@@ -571,11 +576,11 @@ fn assert_overlaps(async_file: &str, sync_file: &str, sets: &[&str]) -> (f64, f6
     let coll = colls[0]["measured_seconds"].as_f64().unwrap() * clock;
     let rest = cycles(&s) - coll;
     assert!(coll > 0.0 && rest > 0.0, "collective {coll}, rest {rest}");
-    let bound = cycles(&s) - 0.5 * coll.min(rest);
+    let bound = cycles(&s) - frac * coll.min(rest);
     assert!(
         cycles(&a) <= bound,
         "{async_file}: {} cycles, not overlapped: synchronous {} cycles (collective {coll:.0}, \
-         the rest {rest:.0}) minus half the smaller part is {bound:.0}",
+         the rest {rest:.0}) minus {frac} of the smaller part is {bound:.0}",
         cycles(&a),
         cycles(&s)
     );
@@ -636,4 +641,13 @@ fn all_gather_permute_and_async_start_forms_overlap_the_dot_before_their_done() 
     ] {
         assert_overlaps(a, s, &[]);
     }
+    // Element-wise VPU work between start and done queues behind the ring's combines (one
+    // in-order VPU queue): the reduce-scatter phase blocks it, the all-gather phase overlaps
+    // (measured: 15573 vs 19331 cycles, docs/ici.md), so a quarter, not a half.
+    assert_overlaps_by(
+        "tests/pod/async/allreduce_elementwise.hlo",
+        "tests/pod/async/allreduce_elementwise_sync.hlo",
+        &[],
+        0.25,
+    );
 }
