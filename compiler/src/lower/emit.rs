@@ -192,6 +192,7 @@ impl Emitter {
                     self.fence();
                     return;
                 };
+                let mut n = 0;
                 for &k in ks.iter().rev() {
                     let p = self.pending.remove(k);
                     debug_assert!(p.sem.is_none());
@@ -201,14 +202,22 @@ impl Emitter {
                         .map(|i| i.set_sync("signal", Some(Sem(s as u8))))
                         .unwrap_or(false);
                     if !patched {
-                        // Cannot happen for unit instructions; stay correct anyway.
+                        // Cannot happen for unit instructions; stay correct anyway: consume the
+                        // signals given so far, then order everything.
+                        if n > 0 {
+                            self.b.emit(Inst::SemWait {
+                                sem: Sem(s as u8),
+                                n,
+                            });
+                        }
                         self.fence();
                         return;
                     }
+                    n += 1;
                 }
                 let at = self.b.emit(Inst::SemWait {
                     sem: Sem(s as u8),
-                    n: ks.len() as u32,
+                    n,
                 });
                 self.sem_free[s] = Some(at);
                 self.stats.waits += 1;
@@ -432,6 +441,54 @@ impl Emitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn dma(dst: u64, src: u64) -> Inst {
+        Inst::DmaCopy {
+            dst: MemRef {
+                space: Space::Vmem,
+                base: SReg(0),
+                off: dst as i64,
+            },
+            src: MemRef {
+                space: Space::Hbm,
+                base: SReg(0),
+                off: src as i64,
+            },
+            desc: 0,
+            wait: None,
+            signal: None,
+        }
+    }
+
+    #[test]
+    fn producers_one_instruction_waits_for_share_one_counted_wait() {
+        let mut e = Emitter::new();
+        let (a, b) = (Access::vmem(0, 64), Access::vmem(64, 64));
+        let p0 = e.unit(dma(0, 0), Queue::Dma, &[], &[a]);
+        let p1 = e.unit(dma(64, 64), Queue::Dma, &[], &[b]);
+        e.unit(dma(128, 128), Queue::Dma, &[a, b], &[Access::vmem(128, 64)]);
+        let mut sig = |pc: u32| e.b.inst_mut(pc).and_then(|i| i.sync().1);
+        let s = sig(p0).expect("the first producer signals");
+        assert_eq!(sig(p1), Some(s), "both producers signal one semaphore");
+        let waits: Vec<Inst> = (0..e.b.pc())
+            .filter_map(|pc| e.b.inst_mut(pc).copied())
+            .filter(|i| matches!(i, Inst::SemWait { .. }))
+            .collect();
+        assert_eq!(waits, vec![Inst::SemWait { sem: s, n: 2 }]);
+    }
+
+    #[test]
+    fn held_semaphores_survive_a_fence_and_are_never_handed_out() {
+        let mut e = Emitter::new();
+        let held = e.hold(POOL - 1).expect("free semaphores");
+        e.fence();
+        let a = Access::vmem(0, 64);
+        let p = e.unit(dma(0, 0), Queue::Dma, &[], &[a]);
+        e.unit(dma(64, 64), Queue::Dma, &[a], &[Access::vmem(64, 64)]);
+        let s = e.b.inst_mut(p).and_then(|i| i.sync().1).expect("a signal");
+        assert!(!held.contains(&s.0) && !FANOUT_SEMS.contains(&s.0), "{s:?}");
+        e.give_back(&held);
+    }
 
     #[test]
     fn a_later_operand_never_evicts_an_earlier_operands_base_register() {
