@@ -89,6 +89,18 @@ impl Builder {
         self.prog.dma.len() as u32 - 1
     }
 
+    /// Declares how semaphore `d.sem` counts (the `.sem` directive): replaces an earlier
+    /// declaration of the same semaphore.
+    pub fn declare_sem(&mut self, d: crate::program::SemDecl) {
+        match self.prog.sems.iter_mut().find(|x| x.sem == d.sem) {
+            Some(x) => *x = d,
+            None => {
+                self.prog.sems.push(d);
+                self.prog.sems.sort_by_key(|x| x.sem);
+            }
+        }
+    }
+
     /// Adds a named region to the memory map.
     pub fn region(&mut self, name: &str, space: Space, addr: u64, size: u64) {
         self.prog

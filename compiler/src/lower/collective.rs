@@ -39,15 +39,49 @@
 //! run together with chunk `k − 1`'s all-gather steps (one ring phase of four lanes), so the
 //! hop latencies of the two overlap; the ICI reads and writes HBM outside the HBM link model.
 //!
-//! Async forms (`*-start`/`*-done`, `async-start`/`async-done`) reach this file as their
-//! synchronous ops ([`crate::passes::sync_async`]): no overlap with compute yet.
+//! **Asynchronous collectives** (`all-reduce-start`, `all-gather-start`,
+//! `collective-permute-start` and their dones, kept by [`crate::passes::sync_async`]; lowering follows the entry's textual order, so the work XLA
+//! scheduled between start and done is lowered between them). On a flat ring the start
+//! issues the whole collective into the unit queues and the sequencer moves on: no `fence`,
+//! no `sem.wait`. The ordering the synchronous block gets from the sequencer is carried by
+//! the units' own `wait=`/`signal=` ([`Lowerer::ring_all_reduce_async`]): per lane, a
+//! reduce-scatter step's receive and send wait for the previous step's combine (a fan-out
+//! semaphore declared `.sem semN signal=2`, one of [`FANOUT_SEMS`], never in the emitter's
+//! pool), its VPU combine waits for its receive; an all-gather step's receive waits for the
+//! reduce-scatter send of the chunk it overwrites, its send for the previous receive (step 0:
+//! the last combine). The all-gather's sends and last receive signal one completion
+//! semaphore; the done is `sem.wait` on it for all of them. Before the issue, the sequencer
+//! waits only for the pending instructions that touch the collective's buffers (the emitter's
+//! `seq_write`); its buffers and scratch live until the done, so nothing lowered in between
+//! reuses them. The semaphores are held across fences ([`super::emit::Emitter::hold`]).
+//! An all-gather start ([`Lowerer::ring_all_gather_async`], a flat ring gathering along the
+//! leading non-trivial dimension) loads the chip's own block on the VPU and runs the
+//! all-gather steps the same way; a permute start ([`Lowerer::permute_async`], every chip a
+//! source and a target) posts its receive and send; the operand lives until the done.
+//!
+//! What overlaps: the ICI transfers and the VPU combines with every instruction lowered
+//! between start and done on other units (MXU, DMA) and with the sequencer's issue. What
+//! does not: the ICI queue is in order and holds `sequencer.queue_depth` commands, and the
+//! ring needs `4(g−1)` per lane, so on larger rings (`g = 8` on tpu-v4: 56) the sequencer
+//! stalls on the full ICI queue until the ring's first steps have started (measured:
+//! docs/ici.md); VPU work lowered between start and done queues behind the combines (one VPU
+//! queue) and waits for them; a `fence` in between (control flow, the emitter out of
+//! semaphores) or another collective waits for the collective to finish (the chip runs one
+//! collective at a time: a collective lowered while one is in flight first waits for it).
+//! Torus stages, all-gathers along an inner dimension, partial permutes, all-reduces streamed
+//! through HBM and starts when too few semaphores are free run the synchronous block at the
+//! start (right values, no overlap); tuple all-reduce-starts, starts in while/conditional
+//! bodies and `async-start`/`async-done` of anything but one such collective reach this file
+//! as their synchronous ops. With the analytic backend the start is one
+//! `ici.model` that signals a held semaphore, and the done waits for it.
 
 use super::elementwise::{binary, chunks};
+use super::emit::FANOUT_SEMS;
 use super::{Buf, Lowerer, Val, VPU_CHUNK};
 use crate::error::{CResult, CompileError};
 use hlo::groups::{all_groups, device_pairs};
 use hlo::{ElementType, InstId, Opcode};
-use isa::{Csr, DType, Inst, MemRef, SReg, Sem, Space, VAddr};
+use isa::{Csr, DType, Inst, MemRef, SReg, Sem, SemDecl, Space, VAddr};
 use sim::ici_model::{CollKind, Collective};
 
 const R_ADDR: SReg = SReg(28);
@@ -107,6 +141,19 @@ enum Torus<'a> {
     AllGather(&'a Buf),
 }
 
+/// An asynchronous collective issued at its start and not yet waited for at its done.
+#[derive(Clone, Debug)]
+pub struct InFlight {
+    /// The start instruction.
+    start: InstId,
+    /// What the done waits for: `sem.wait sem, n=count`.
+    waits: Vec<(u8, u32)>,
+    /// Semaphores it holds (returned to the emitter's pool at the done).
+    held: Vec<u8>,
+    /// Whether it holds the fan-out semaphores.
+    fanout: bool,
+}
+
 /// What [`Lowerer::runtime_vpu`] does between the runtime address `[s28]` and a static one.
 #[derive(Clone, Copy, Debug)]
 enum RtVpu {
@@ -129,7 +176,17 @@ pub fn streamable(
 ) -> bool {
     let c = m.entry();
     let inst = &c.insts[h];
-    if inst.opcode != Opcode::AllReduce || inst.operands.len() != 1 {
+    // An all-reduce, or an all-reduce-start whose done is the value the module returns (it
+    // then runs synchronously at the start: streamed through HBM).
+    let fin = match inst.opcode {
+        Opcode::AllReduce => h,
+        Opcode::AllReduceStart => match users[h.index()][..] {
+            [d] if c.insts[d].opcode == Opcode::AllReduceDone => d,
+            _ => return false,
+        },
+        _ => return false,
+    };
+    if inst.operands.len() != 1 {
         return false;
     }
     let x = &c.insts[inst.operands[0]];
@@ -144,10 +201,10 @@ pub fn streamable(
         return false;
     }
     let root = c.root;
-    users[h.index()]
+    users[fin.index()]
         .iter()
         .all(|&u| u == root && c.insts[u].opcode == Opcode::Tuple)
-        || (root == h && users[h.index()].is_empty())
+        || (root == fin && users[fin.index()].is_empty())
 }
 
 /// Lowers collectives and `replica-id`; `None` if `h` is not one.
@@ -157,6 +214,12 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         Opcode::ReplicaId => l.replica_id(h)?,
         Opcode::PartitionId => l.partition_id(h)?,
         Opcode::AllReduce => l.all_reduce(h)?,
+        Opcode::AllReduceStart => l.all_reduce_start(h)?,
+        Opcode::AllGatherStart => l.all_gather_start(h)?,
+        Opcode::CollectivePermuteStart => l.collective_permute_start(h)?,
+        Opcode::AllReduceDone | Opcode::AllGatherDone | Opcode::CollectivePermuteDone => {
+            l.async_done(h)?
+        }
         Opcode::ReduceScatter => l.reduce_scatter(h)?,
         Opcode::AllGather => l.all_gather(h)?,
         Opcode::AllToAll => l.all_to_all(h)?,
@@ -446,10 +509,19 @@ impl Lowerer<'_> {
     /// `ici.model` of its α-β closed form instead, and returns false: the caller skips the
     /// block (its result buffers hold no data: timing only).
     fn coll_begin(&mut self, recs: &[Vec<i64>]) -> CResult<bool> {
+        self.drain_async();
         if self.opts.ici_analytic {
             self.model_last()?;
             return Ok(false);
         }
+        self.e.fence();
+        self.load_record(recs)?;
+        Ok(true)
+    }
+
+    /// Places the table of per-replica records in VMEM (shared by collectives with equal
+    /// tables) and loads the chip's record address (`s29`) and its first field (`s30`).
+    fn load_record(&mut self, recs: &[Vec<i64>]) -> CResult<()> {
         let k = recs.iter().map(|r| r.len()).max().unwrap_or(1).max(1);
         let mut flat = Vec::with_capacity(recs.len() * k);
         for r in recs {
@@ -481,7 +553,6 @@ impl Lowerer<'_> {
                 a
             }
         };
-        self.e.fence();
         self.e.seq(Inst::SCsr {
             rd: R_REC,
             csr: Csr::ReplicaId,
@@ -501,18 +572,23 @@ impl Lowerer<'_> {
             rb: R_ADDR,
         });
         self.ld_field(R_POS, F_POS);
-        Ok(true)
+        Ok(())
     }
 
-    /// One `ici.model` block for the last noted collective: a fence, the modelled transfer
-    /// time on the ICI unit, a fence.
-    fn model_last(&mut self) -> CResult<()> {
+    /// The α-β closed form of the last noted collective, in cycles.
+    fn model_cycles(&self) -> CResult<u64> {
         let c =
             self.stats.collectives.last().ok_or_else(|| {
                 CompileError::Internal("a collective block without its note".into())
             })?;
         let f = sim::ici_model::closed_form(self.arch, c);
-        let mut cycles = (f.seconds * self.arch.clock_mhz * 1e6).ceil().max(1.0) as u64;
+        Ok((f.seconds * self.arch.clock_mhz * 1e6).ceil().max(1.0) as u64)
+    }
+
+    /// One `ici.model` block for the last noted collective: a fence, the modelled transfer
+    /// time on the ICI unit, a fence.
+    fn model_last(&mut self) -> CResult<()> {
+        let mut cycles = self.model_cycles()?;
         self.e.fence();
         while cycles > 0 {
             let k = cycles.min(u32::MAX as u64);
@@ -588,18 +664,32 @@ impl Lowerer<'_> {
 
     /// Posts an `ici.send` (or `ici.recv`) of `len` bytes at `mem` to (from) the chip named by
     /// record field `peer_field`.
-    #[allow(clippy::too_many_arguments)]
     fn post(&mut self, send: bool, peer_field: usize, mem: MemRef, len: u64, tag: u32, sem: u8) {
+        self.post_sync(send, peer_field, mem, len, tag, None, Some(sem));
+    }
+
+    /// [`Self::post`] with the transfer's own `wait=` and `signal=`.
+    #[allow(clippy::too_many_arguments)]
+    fn post_sync(
+        &mut self,
+        send: bool,
+        peer_field: usize,
+        mem: MemRef,
+        len: u64,
+        tag: u32,
+        wait: Option<u8>,
+        signal: Option<u8>,
+    ) {
         self.ld_field(R_PEER, peer_field);
         let len = len as u32;
-        let signal = Some(Sem(sem));
+        let (wait, signal) = (wait.map(Sem), signal.map(Sem));
         self.e.seq(if send {
             Inst::IciSend {
                 peer: R_PEER,
                 src: mem,
                 len,
                 tag,
-                wait: None,
+                wait,
                 signal,
             }
         } else {
@@ -608,7 +698,7 @@ impl Lowerer<'_> {
                 dst: mem,
                 len,
                 tag,
-                wait: None,
+                wait,
                 signal,
             }
         });
@@ -623,7 +713,22 @@ impl Lowerer<'_> {
     /// `how` between `[s28]` and `[b]` over `n` elements in VPU-sized pieces, each signalling `sem`; returns
     /// the number of pieces. Advances `s28`.
     fn runtime_vpu(&mut self, how: RtVpu, b: u64, n: u64, t: DType, w: u64, sem: u8) -> u32 {
+        self.runtime_vpu_with(how, b, n, t, w, |_, _| (None, Some(sem)))
+    }
+
+    /// [`Self::runtime_vpu`] with piece `j`'s `(wait, signal)` from `sync(j, last)`.
+    #[allow(clippy::too_many_arguments)]
+    fn runtime_vpu_with(
+        &mut self,
+        how: RtVpu,
+        b: u64,
+        n: u64,
+        t: DType,
+        w: u64,
+        sync: impl Fn(u32, bool) -> (Option<u8>, Option<u8>),
+    ) -> u32 {
         let mut pieces = 0;
+        let total = n.div_ceil(VPU_CHUNK) as u32;
         for (s, k) in chunks(n) {
             let rt = VAddr {
                 base: R_ADDR,
@@ -651,7 +756,9 @@ impl Lowerer<'_> {
                     signal: None,
                 },
             };
-            inst.set_sync("signal", Some(Sem(sem)));
+            let (wait, signal) = sync(pieces, pieces + 1 == total);
+            inst.set_sync("wait", wait.map(Sem));
+            inst.set_sync("signal", signal.map(Sem));
             self.e.seq(inst);
             pieces += 1;
             if s + VPU_CHUNK < n {
@@ -783,7 +890,9 @@ impl Lowerer<'_> {
         let mut lanes = Vec::new();
         for (i, &(off, len)) in parts.iter().enumerate() {
             let tmp = if combine {
-                self.tmp(ty, vec![len as usize])?.addr
+                // An asynchronous collective's scratch lives until its done.
+                let until = self.async_until.unwrap_or(self.pos);
+                self.buf_until(until, ty, vec![len as usize])?.addr
             } else {
                 0
             };
@@ -896,7 +1005,9 @@ impl Lowerer<'_> {
                 self.note(h, CollKind::AllReduce, &groups, n * w, &[]);
                 let lanes = self.lanes(work.addr, ce, ty, true)?;
                 let recs = self.ring_records(&groups, false);
-                if self.coll_begin(&recs)? {
+                if self.async_until.is_some() {
+                    self.ring_all_reduce_async(h, &recs, &lanes, &work, g, op)?;
+                } else if self.coll_begin(&recs)? {
                     self.ring_phase(&lanes, g, t, w, Some(op));
                     self.ring_phase(&lanes, g, t, w, None);
                     self.coll_end();
@@ -1206,7 +1317,7 @@ impl Lowerer<'_> {
 
     fn all_gather(&mut self, h: InstId) -> CResult<Val> {
         let x = self.sole_operand(h, "all-gather")?;
-        let (ty, dims) = self.out_shape(h)?;
+        let (ty, dims) = self.result_shape(h)?;
         let d = self.one_dim(h)?;
         let groups = self.groups(h)?;
         let g = groups[0].len();
@@ -1228,7 +1339,9 @@ impl Lowerer<'_> {
             let recs = self.ring_records(&groups, false);
             // Own block at position `pos`, then the all-gather ring.
             let lanes = self.lanes(stage.addr, ce, ty, false)?;
-            if self.coll_begin(&recs)? {
+            if self.async_until.is_some() && direct && g > 1 {
+                self.ring_all_gather_async(h, &recs, &lanes, &x, g as u64)?;
+            } else if self.coll_begin(&recs)? {
                 self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
                 let pieces = self.runtime_vpu(RtVpu::Load, x.addr, ce, t, w, 0);
                 self.wait(0, pieces);
@@ -1336,10 +1449,25 @@ impl Lowerer<'_> {
             span: self.span,
         })?;
         let x = self.arr(inst.operands[0])?;
-        let (ty, dims) = self.out_shape(h)?;
+        let (ty, dims) = self.result_shape(h)?;
         let out = self.new_buf(h, ty, dims)?;
         let tag = self.next_tag();
+        // Every chip a source and a target: issued asynchronously at a start.
+        let full = |side: fn(&(usize, usize)) -> usize| {
+            let mut seen = vec![false; self.chips];
+            pairs.iter().for_each(|p| seen[side(p)] = true);
+            seen.iter().all(|&b| b)
+        };
+        if self.async_until.is_some() && full(|p| p.0) && full(|p| p.1) {
+            self.permute_async(h, &pairs, &x, &out, tag)?;
+            // The send reads the operand until the done.
+            self.extend_life(&Val::Array(x.clone()), h);
+            return Ok(Val::Tuple(vec![Val::Array(x), Val::Array(out)]));
+        }
         self.exchange(h, &pairs, Some(&x), Some(&out), tag)?;
+        if self.async_until.is_some() {
+            return Ok(Val::Tuple(vec![Val::Array(x), Val::Array(out)]));
+        }
         Ok(Val::Array(out))
     }
 
@@ -1439,6 +1567,423 @@ impl Lowerer<'_> {
             }
             self.coll_end();
         }
+        Ok(())
+    }
+}
+
+/// Asynchronous forms (module docs, "Asynchronous all-reduce").
+impl Lowerer<'_> {
+    /// `all-reduce-start`: the all-reduce, issued without waiting for it where it can be
+    /// (a flat ring); its `all-reduce-done` waits.
+    fn all_reduce_start(&mut self, h: InstId) -> CResult<Val> {
+        self.check_start(h)?;
+        self.async_until = Some(self.last_use[h.index()]);
+        let v = self.all_reduce(h);
+        self.async_until = None;
+        v
+    }
+
+    /// A `*-done`: waits for its start's collective if that is still in flight; its value is
+    /// the start's result (a permute start's value is `(operand, result)`).
+    fn async_done(&mut self, h: InstId) -> CResult<Val> {
+        let s = self.comp().insts[h].operands[0];
+        if let Some(k) = self.in_flight.iter().position(|f| f.start == s) {
+            let f = self.in_flight.remove(k);
+            self.complete(f);
+        }
+        let v = match self.val(s)? {
+            Val::Tuple(vs) if self.comp().insts[h].opcode == Opcode::CollectivePermuteDone => {
+                vs.get(1).cloned().ok_or_else(|| {
+                    CompileError::Internal("a permute start without its result".into())
+                })?
+            }
+            v => v,
+        };
+        self.extend_life(&v, h);
+        Ok(v)
+    }
+
+    /// A start must have its done as its only user (one that is also read otherwise, e.g.
+    /// through a `get-tuple-element` of its context, is refused).
+    fn check_start(&self, h: InstId) -> CResult<()> {
+        let c = self.comp();
+        let users: Vec<&hlo::Instruction> = c
+            .insts
+            .values()
+            .filter(|i| i.operands.contains(&h))
+            .collect();
+        match users[..] {
+            [d] if d.opcode.name().ends_with("-done") => Ok(()),
+            _ => Err(self.unsupported(format!(
+                "{} whose value is used other than by its done",
+                c.insts[h].opcode
+            ))),
+        }
+    }
+
+    /// The array result of `h`, or of its done if `h` is a start (whose shape is a tuple).
+    fn result_shape(&self, h: InstId) -> CResult<(ElementType, Vec<usize>)> {
+        let c = self.comp();
+        if matches!(
+            c.insts[h].opcode,
+            Opcode::AllGatherStart | Opcode::CollectivePermuteStart
+        ) && c.insts[h].shape.as_array().is_none()
+        {
+            let done = c
+                .insts
+                .iter()
+                .find(|(_, i)| i.operands.first() == Some(&h) && i.opcode.name().ends_with("-done"))
+                .map(|(d, _)| d)
+                .ok_or_else(|| {
+                    self.unsupported(format!("{} without its done", c.insts[h].opcode))
+                })?;
+            return self.out_shape(done);
+        }
+        self.out_shape(h)
+    }
+
+    /// `all-gather-start`: the all-gather, issued without waiting where it can be (a flat
+    /// ring gathering along its leading non-trivial dimension); its done waits.
+    fn all_gather_start(&mut self, h: InstId) -> CResult<Val> {
+        self.check_start(h)?;
+        self.async_until = Some(self.last_use[h.index()]);
+        let v = self.all_gather(h);
+        self.async_until = None;
+        v
+    }
+
+    /// `collective-permute-start`: the permute, issued without waiting when every chip is a
+    /// source and a target; its done waits.
+    fn collective_permute_start(&mut self, h: InstId) -> CResult<Val> {
+        self.check_start(h)?;
+        self.async_until = Some(self.last_use[h.index()]);
+        let v = self.collective_permute(h);
+        self.async_until = None;
+        v
+    }
+
+    /// A permutation in which every chip sends `x` to its target and receives `out` from its
+    /// source, issued without waiting: both transfers signal one semaphore the done waits for.
+    fn permute_async(
+        &mut self,
+        h: InstId,
+        pairs: &[(usize, usize)],
+        x: &Buf,
+        out: &Buf,
+        tag: u32,
+    ) -> CResult<()> {
+        self.drain_async();
+        let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
+        self.note(h, CollKind::Permute, &as_groups, x.bytes(), &[]);
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let mut recs = vec![vec![-1i64, -1]; self.chips];
+        for &(s, d) in pairs {
+            recs[d][0] = s as i64;
+            recs[s][1] = d as i64;
+        }
+        let Some(held) = self.e.hold(1) else {
+            // No semaphore free: the synchronous block (which notes it again).
+            self.stats.collectives.pop();
+            return self.exchange(h, pairs, Some(x), Some(out), tag);
+        };
+        let done = held[0];
+        self.e.seq_read(x.access());
+        self.e.seq_write(out.access());
+        self.load_record(&recs)?;
+        let m = self.e.memref(Space::Vmem, out.addr);
+        self.post_sync(false, 0, m, out.bytes(), tag, None, Some(done));
+        let m = self.e.memref(Space::Vmem, x.addr);
+        self.post_sync(true, 1, m, x.bytes(), tag, None, Some(done));
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, 2)],
+            held,
+            fanout: false,
+        });
+        Ok(())
+    }
+
+    /// The bidirectional ring all-gather of `x` into the chunks of `lanes` (the gathered
+    /// result), issued without waiting: per lane, the chip's own block (its half of chunk
+    /// `pos`) is loaded on the VPU; all-gather step `s` receives into chunk `pos − s − 1`
+    /// (nothing else touches it before) and sends chunk `pos − s`, waiting for the load (step
+    /// 0) or for the previous receive. The sends and the last receive signal the completion
+    /// semaphore the done waits for.
+    fn ring_all_gather_async(
+        &mut self,
+        h: InstId,
+        recs: &[Vec<i64>],
+        lanes: &[Lane],
+        x: &Buf,
+        g: u64,
+    ) -> CResult<()> {
+        self.drain_async();
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let t = self.vty(x.ty)?;
+        let w = x.ty.byte_size() as u64;
+        let nl = lanes.len();
+        let stage = lanes[0].base;
+        let chunk = lanes[0].stride;
+        let Some(held) = self.e.hold(2 * nl + 1) else {
+            // No semaphores free: the synchronous block.
+            if self.coll_begin(recs)? {
+                self.chunk_addr(0, g, chunk, stage, None);
+                let pieces = self.runtime_vpu(RtVpu::Load, x.addr, chunk / w, t, w, 0);
+                self.wait(0, pieces);
+                self.ring_phase(lanes, g, t, w, None);
+                self.coll_end();
+            }
+            return Ok(());
+        };
+        self.e.seq_read(x.access());
+        self.e.seq_write(isa::Access::vmem(stage, chunk * g));
+        // The VPU reads the operand after the start: it lives until the done.
+        self.extend_life(&Val::Array(x.clone()), h);
+        self.load_record(recs)?;
+        let done = held[2 * nl];
+        for (i, lane) in lanes.iter().enumerate() {
+            let kl = held[2 * i];
+            let off = lane.base - stage;
+            self.chunk_addr(0, g, lane.stride, lane.base, None);
+            self.runtime_vpu_with(RtVpu::Load, x.addr + off, lane.len, t, w, |_, last| {
+                (None, last.then_some(kl))
+            });
+        }
+        let steps = g as i64 - 1;
+        let at = |space| MemRef {
+            space,
+            base: R_ADDR,
+            off: 0,
+        };
+        for s in 0..steps {
+            let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
+            for (i, lane) in lanes.iter().enumerate() {
+                let (kl, kg) = (held[2 * i], held[2 * i + 1]);
+                let (from, to) = if lane.fwd {
+                    (lane.f.prev, lane.f.next)
+                } else {
+                    (lane.f.next, lane.f.prev)
+                };
+                let sig = if s + 1 < steps { kg } else { done };
+                self.chunk_addr(k(lane, 1), g, lane.stride, lane.base, lane.f.seg);
+                let dst = at(lane.space);
+                self.post_sync(false, from, dst, lane.len * w, lane.tag, None, Some(sig));
+                let gate = if s == 0 { kl } else { kg };
+                self.chunk_addr(k(lane, 0), g, lane.stride, lane.base, lane.f.seg);
+                let src = at(lane.space);
+                self.post_sync(
+                    true,
+                    to,
+                    src,
+                    lane.len * w,
+                    lane.tag,
+                    Some(gate),
+                    Some(done),
+                );
+            }
+        }
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, nl as u32 * g as u32)],
+            held,
+            fanout: false,
+        });
+        Ok(())
+    }
+
+    /// Waits for every asynchronous collective in flight: before another collective (the chip
+    /// runs one collective at a time) and before the outputs are stored.
+    pub(crate) fn drain_async(&mut self) {
+        for f in std::mem::take(&mut self.in_flight) {
+            self.complete(f);
+        }
+    }
+
+    /// The sequencer waits for `f`'s completion semaphores; its semaphores return to the pool.
+    fn complete(&mut self, f: InFlight) {
+        for (sem, n) in f.waits {
+            self.wait(sem, n);
+        }
+        self.e.give_back(&f.held);
+        if f.fanout {
+            self.e.give_back(&FANOUT_SEMS);
+        }
+    }
+
+    /// The analytic backend's asynchronous collective: the `ici.model` of the last noted
+    /// collective signals a held semaphore that the done waits for (no fences).
+    fn model_async(&mut self, h: InstId) -> CResult<()> {
+        let Some(held) = self.e.hold(1) else {
+            return self.model_last();
+        };
+        let mut cycles = self.model_cycles()?;
+        let mut n = 0;
+        while cycles > 0 {
+            let k = cycles.min(u32::MAX as u64);
+            self.e.seq(Inst::IciModel {
+                cycles: k as u32,
+                wait: None,
+                signal: Some(Sem(held[0])),
+            });
+            n += 1;
+            cycles -= k;
+        }
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(held[0], n)],
+            held,
+            fanout: false,
+        });
+        Ok(())
+    }
+
+    /// The bidirectional ring all-reduce of `lanes` over `work`, issued into the unit queues
+    /// with the ordering on the units' own `wait=`/`signal=` (the sequencer never waits for
+    /// it): per lane, reduce-scatter step `s` posts the receive into the scratch buffer and
+    /// the send of the chunk combined at step `s − 1` (both gated by that combine), and its
+    /// VPU combine waits for the receive; all-gather step `s` posts the receive into the chunk
+    /// the reduce-scatter's step `s` sent (gated by that send's completion) and the send of
+    /// the chunk received at step `s − 1` (or, at step 0, of the fully reduced chunk). Every
+    /// all-gather send and the last receive signal one completion semaphore that the done
+    /// waits for. Semaphores per lane: the combine's fan-out to the next step's receive and
+    /// send (a fan-out semaphore declared `signal=2`), the last combine, receive, send,
+    /// all-gather receive; plus the shared completion semaphore.
+    fn ring_all_reduce_async(
+        &mut self,
+        h: InstId,
+        recs: &[Vec<i64>],
+        lanes: &[Lane],
+        work: &Buf,
+        g: u64,
+        op: Opcode,
+    ) -> CResult<()> {
+        self.drain_async();
+        let t = self.vty(work.ty)?;
+        let w = work.ty.byte_size() as u64;
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let nl = lanes.len();
+        let held = match self.e.hold(4 * nl + 1) {
+            Some(s) if nl <= FANOUT_SEMS.len() && !self.e.fanout_held() => s,
+            other => {
+                // Not enough semaphores free: the synchronous block.
+                if let Some(s) = other {
+                    self.e.give_back(&s);
+                }
+                if self.coll_begin(recs)? {
+                    self.ring_phase(lanes, g, t, w, Some(op));
+                    self.ring_phase(lanes, g, t, w, None);
+                    self.coll_end();
+                }
+                return Ok(());
+            }
+        };
+        self.e.hold_fanout();
+        for (i, _) in lanes.iter().enumerate() {
+            self.e.b.declare_sem(SemDecl {
+                sem: FANOUT_SEMS[i],
+                wait: 1,
+                signal: 2,
+                shared: false,
+            });
+        }
+        // What was issued before and touches the collective's memory completes first.
+        self.e
+            .seq_write(work.with_dims(vec![work.elems() as usize]).access());
+        for l in lanes {
+            self.e.seq_write(isa::Access::vmem(l.tmp, l.len * w));
+        }
+        self.load_record(recs)?;
+        let done = held[4 * nl];
+        // Per lane: (combine fan-out, last combine, receive, send, all-gather receive).
+        let sem = |i: usize| {
+            (
+                FANOUT_SEMS[i],
+                held[4 * i],
+                held[4 * i + 1],
+                held[4 * i + 2],
+                held[4 * i + 3],
+            )
+        };
+        let steps = g as i64 - 1;
+        let at = |space| MemRef {
+            space,
+            base: R_ADDR,
+            off: 0,
+        };
+        // Reduce-scatter.
+        for s in 0..steps {
+            let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
+            for (i, lane) in lanes.iter().enumerate() {
+                let (kc, _, kr, ks, _) = sem(i);
+                let gate = (s > 0).then_some(kc);
+                let (from, to) = if lane.fwd {
+                    (lane.f.prev, lane.f.next)
+                } else {
+                    (lane.f.next, lane.f.prev)
+                };
+                let dst = self.e.memref(Space::Vmem, lane.tmp);
+                self.post_sync(false, from, dst, lane.len * w, lane.tag, gate, Some(kr));
+                self.chunk_addr(k(lane, 1), g, lane.stride, lane.base, lane.f.seg);
+                let src = at(lane.space);
+                self.post_sync(true, to, src, lane.len * w, lane.tag, gate, Some(ks));
+            }
+            for (i, lane) in lanes.iter().enumerate() {
+                let (kc, kc1, kr, _, _) = sem(i);
+                let sig = if s + 1 < steps { kc } else { kc1 };
+                self.chunk_addr(k(lane, 2), g, lane.stride, lane.base, lane.f.seg);
+                self.runtime_vpu_with(RtVpu::Combine(op), lane.tmp, lane.len, t, w, |j, last| {
+                    ((j == 0).then_some(kr), last.then_some(sig))
+                });
+            }
+        }
+        // All-gather.
+        for s in 0..steps {
+            let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
+            for (i, lane) in lanes.iter().enumerate() {
+                let (_, kc1, _, ks, kg) = sem(i);
+                let (from, to) = if lane.fwd {
+                    (lane.f.prev, lane.f.next)
+                } else {
+                    (lane.f.next, lane.f.prev)
+                };
+                let sig = if s + 1 < steps { kg } else { done };
+                self.chunk_addr(k(lane, 1), g, lane.stride, lane.base, lane.f.seg);
+                let dst = at(lane.space);
+                self.post_sync(
+                    false,
+                    from,
+                    dst,
+                    lane.len * w,
+                    lane.tag,
+                    Some(ks),
+                    Some(sig),
+                );
+                let gate = if s == 0 { kc1 } else { kg };
+                self.chunk_addr(k(lane, 0), g, lane.stride, lane.base, lane.f.seg);
+                let src = at(lane.space);
+                self.post_sync(
+                    true,
+                    to,
+                    src,
+                    lane.len * w,
+                    lane.tag,
+                    Some(gate),
+                    Some(done),
+                );
+            }
+        }
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, nl as u32 * g as u32)],
+            held,
+            fanout: true,
+        });
         Ok(())
     }
 }

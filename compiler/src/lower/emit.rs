@@ -9,9 +9,17 @@
 //! after the fact) and the sequencer waits `sem.wait semK` before issuing the new one. After the
 //! wait the producer is complete, so semK is 0 again and free for reuse; a semaphore is only
 //! given to a producer issued after the semaphore's last wait, so one signal always meets
-//! exactly one wait. Instructions of one MXU or of the VPU are ordered by their queue (the ISA
-//! guarantees each sees the effects of the earlier ones) and need nothing. If no semaphore is
-//! free, a `fence` orders everything.
+//! exactly one wait. Several pending producers a new instruction conflicts with share one
+//! semaphore and one `sem.wait semK, n=k` (fan-in). Of the free semaphores a producer gets the
+//! one waited most recently before it was issued (best fit), keeping those free since earlier
+//! for producers issued earlier. Instructions of one MXU or of the VPU are ordered by their
+//! queue (the ISA guarantees each sees the effects of the earlier ones) and need nothing. If
+//! no semaphore is free, a `fence` orders everything.
+//!
+//! The pool is semaphores 0..30; 30 and 31 ([`FANOUT_SEMS`]) are the asynchronous
+//! collectives' fan-out semaphores. A block that outlives the instructions emitted after it
+//! (an asynchronous collective in flight) holds its semaphores ([`Emitter::hold`]) until it
+//! gives them back: not handed out, and not freed by a `fence`.
 //!
 //! **Unit-side waits.** With [`Emitter::unit_waits`] on, a new DMA copy whose conflicts are at
 //! most [`MAX_FAN_IN`] pending producers waits for them itself instead of the sequencer: each
@@ -62,14 +70,23 @@ struct Pending {
     holds: u32,
 }
 
-/// Semaphores the compiler hands out (all of the ISA's 32).
+/// The ISA's semaphores.
 const SEMS: usize = 32;
+/// Semaphores the emitter hands to producers: all but the last two, which asynchronous
+/// collectives declare with a fan-out count (`.sem semN signal=2`, see
+/// [`crate::lower::collective`]) and which therefore never carry the emitter's one-to-one
+/// signals.
+const POOL: usize = SEMS - 2;
+/// The fan-out semaphores of asynchronous collectives (never in the emitter's pool).
+pub const FANOUT_SEMS: [u8; 2] = [30, 31];
 /// First and last scalar register used for address bases.
 const REG_LO: u8 = 1;
 const REG_HI: u8 = 27;
 /// Semaphores the emitter may declare with a fan-in count (`.sem semK wait=k`, `k > 1`):
-/// above those blocks that signal and wait semaphores themselves use (collectives: 0..=12).
-const COUNTED: std::ops::RangeInclusive<u8> = 20..=31;
+/// above those the streamed all-reduce signals and waits itself (0..=17), below the fan-out
+/// pair; never one an asynchronous collective holds ([`Emitter::hold`] takes only semaphores
+/// without a count and keeps them so).
+const COUNTED: std::ops::RangeInclusive<u8> = 20..=29;
 /// Most producers one unit-side wait covers.
 pub const MAX_FAN_IN: usize = 8;
 /// Pending instructions kept per queue before the oldest is retired with a wait.
@@ -82,6 +99,9 @@ pub struct Emitter {
     pending: Vec<Pending>,
     /// Per semaphore: `None` while a producer holds it, else the pc it became free at.
     sem_free: [Option<u32>; SEMS],
+    /// Semaphores held by a block that outlives fences (an asynchronous collective in flight):
+    /// bit per semaphore; never handed out, not freed by a `fence`.
+    held: u32,
     regs: [Option<u64>; 32],
     victim: u8,
     /// Registers an operand of the instruction being built already uses (bit per register):
@@ -123,6 +143,7 @@ impl Emitter {
             b: Builder::new(),
             pending: Vec::new(),
             sem_free: [Some(0); SEMS],
+            held: 0,
             regs,
             victim: REG_LO,
             locked: 0,
@@ -137,6 +158,7 @@ impl Emitter {
     pub fn reset_core_state(&mut self) {
         self.pending.clear();
         self.sem_free = [Some(0); SEMS];
+        self.held = 0;
         self.regs = [None; 32];
         self.regs[0] = Some(0);
         self.locked = 0;
@@ -176,17 +198,10 @@ impl Emitter {
                 holds
             }
             None => {
-                let mut k = 0;
-                while k < self.pending.len() {
-                    if conflicts(&self.pending[k]) {
-                        if self.sync(k) {
-                            // A fence cleared everything.
-                            break;
-                        }
-                    } else {
-                        k += 1;
-                    }
-                }
+                let ks: Vec<usize> = (0..self.pending.len())
+                    .filter(|&k| conflicts(&self.pending[k]))
+                    .collect();
+                self.sync_all(&ks);
                 0
             }
         };
@@ -226,8 +241,9 @@ impl Emitter {
         }
         let n = ks.len() as u32;
         let first = ks.iter().map(|&k| self.pending[k].pc).min()?;
-        let s = (0..SEMS).find(|&s| {
-            let free = matches!(self.sem_free[s], Some(at) if at <= first);
+        let s = (0..POOL).find(|&s| {
+            let free =
+                self.held & (1 << s) == 0 && matches!(self.sem_free[s], Some(at) if at <= first);
             let count = self.wait_count[s];
             free && (count == n || count == 0 && (n == 1) != COUNTED.contains(&(s as u8)))
         })?;
@@ -261,15 +277,79 @@ impl Emitter {
         Some((s as u8, covered))
     }
 
+    /// Waits (on the sequencer) until the pending instructions `ks` (ascending) have
+    /// completed: one semaphore that each of them signals and one `sem.wait` for all (fan-in),
+    /// or a fence if no semaphore is free for the oldest.
+    fn sync_all(&mut self, ks: &[usize]) {
+        match ks {
+            [] => {}
+            [k] => {
+                self.sync(*k);
+            }
+            _ => {
+                let pc = ks.iter().map(|&k| self.pending[k].pc).min().unwrap_or(0);
+                let Some(s) = self.free_sem(pc) else {
+                    self.fence();
+                    return;
+                };
+                let mut n = 0;
+                let mut held = 0u32;
+                for &k in ks.iter().rev() {
+                    let p = self.pending.remove(k);
+                    debug_assert!(p.sem.is_none());
+                    held |= p.holds;
+                    let patched = self
+                        .b
+                        .inst_mut(p.pc)
+                        .map(|i| i.set_sync("signal", Some(Sem(s as u8))))
+                        .unwrap_or(false);
+                    if !patched {
+                        // Cannot happen for unit instructions; stay correct anyway: consume the
+                        // signals given so far, then order everything.
+                        if n > 0 {
+                            self.b.emit(Inst::SemWait {
+                                sem: Sem(s as u8),
+                                n,
+                            });
+                        }
+                        self.fence();
+                        return;
+                    }
+                    n += 1;
+                }
+                let at = self.b.emit(Inst::SemWait {
+                    sem: Sem(s as u8),
+                    n,
+                });
+                self.sem_free[s] = Some(at);
+                for h in 0..SEMS {
+                    if held & (1 << h) != 0 {
+                        // A copy among them waited on `h` before it completed.
+                        self.sem_free[h] = Some(at);
+                    }
+                }
+                self.stats.waits += 1;
+            }
+        }
+    }
+
+    /// The pool semaphore to give a producer issued at `pc` (free since before it), if any.
+    fn free_sem(&self, pc: u32) -> Option<usize> {
+        // Best fit: the semaphore waited most recently before the producer was issued, so
+        // those free since earlier stay for producers issued earlier.
+        self.sem_free[..POOL]
+            .iter()
+            .enumerate()
+            .filter_map(|(s, f)| f.filter(|&at| at <= pc).map(|at| (at, s)))
+            .max_by_key(|&(at, s)| (at, std::cmp::Reverse(s)))
+            .map(|(_, s)| s)
+    }
+
     /// Waits (on the sequencer) until pending instruction `k` has completed; returns true if
     /// that took a fence (every pending instruction is then complete).
     fn sync(&mut self, k: usize) -> bool {
         let pc = self.pending[k].pc;
-        let sem = self
-            .sem_free
-            .iter()
-            .position(|f| matches!(f, Some(at) if *at <= pc));
-        let Some(s) = sem else {
+        let Some(s) = self.free_sem(pc) else {
             self.fence();
             return true;
         };
@@ -307,7 +387,60 @@ impl Emitter {
         self.b.emit(Inst::Fence {});
         self.pending.clear();
         self.sem_free = [Some(0); SEMS];
+        for s in 0..SEMS {
+            if self.held & (1 << s) != 0 {
+                self.sem_free[s] = None;
+            }
+        }
         self.stats.fences += 1;
+    }
+
+    /// Takes `n` semaphores of the pool that no producer holds (each is 0: its last signal met
+    /// its wait) and keeps them from the pool, across fences, until [`Self::give_back`]: for a
+    /// block that signals and waits them itself while other work is emitted (an asynchronous
+    /// collective). `None` if fewer than `n` are free.
+    pub fn hold(&mut self, n: usize) -> Option<Vec<u8>> {
+        // The most recently waited first: a semaphore free since an early pc is the only kind
+        // that can order a producer issued that early, so those stay in the pool.
+        let mut free: Vec<(u32, u8)> = (0..POOL)
+            .filter(|&s| self.wait_count[s] <= 1)
+            .filter_map(|s| self.sem_free[s].map(|at| (at, s as u8)))
+            .collect();
+        free.sort_by_key(|&(at, s)| (std::cmp::Reverse(at), s));
+        let free: Vec<u8> = free.into_iter().take(n).map(|(_, s)| s).collect();
+        if free.len() < n {
+            return None;
+        }
+        for &s in &free {
+            self.sem_free[s as usize] = None;
+            self.held |= 1 << s;
+            // Its `wait=` takes 1 for good (counts are the program's).
+            self.wait_count[s as usize] = 1;
+        }
+        Some(free)
+    }
+
+    /// Marks semaphores of the fan-out set held (see [`Self::hold`]); they are outside the pool.
+    pub fn hold_fanout(&mut self) {
+        for s in FANOUT_SEMS {
+            self.held |= 1 << s;
+            self.sem_free[s as usize] = None;
+        }
+    }
+
+    /// Whether the fan-out semaphores are held by a block in flight.
+    pub fn fanout_held(&self) -> bool {
+        FANOUT_SEMS.iter().any(|&s| self.held & (1 << s) != 0)
+    }
+
+    /// Returns held semaphores (each waited down to 0 by the block) to the pool; `at` is the pc
+    /// of their last wait.
+    pub fn give_back(&mut self, sems: &[u8]) {
+        let at = self.b.pc();
+        for &s in sems {
+            self.held &= !(1 << s);
+            self.sem_free[s as usize] = Some(at);
+        }
     }
 
     /// Keeps semaphores `sems` from being handed to producers until the next `fence`: a block
@@ -316,6 +449,7 @@ impl Emitter {
     pub fn reserve(&mut self, sems: std::ops::RangeInclusive<u8>) {
         for s in sems {
             debug_assert!(self.pending.iter().all(|p| p.sem != Some(s)));
+            debug_assert!(self.held & (1 << s) == 0);
             self.sem_free[s as usize] = None;
         }
     }
@@ -416,19 +550,17 @@ impl Emitter {
     pub fn finish(mut self) -> CResult<isa::Program> {
         self.b.end_hlo();
         self.b.emit(Inst::Halt {});
-        let mut prog = self
-            .b
-            .finish()
-            .map_err(|e| CompileError::Internal(format!("emitted program is invalid: {e}")))?;
         for (s, &w) in self.wait_count.iter().enumerate() {
             if w > 1 {
-                prog.sems.push(isa::SemDecl {
+                self.b.declare_sem(isa::SemDecl {
                     wait: w,
                     ..isa::SemDecl::plain(s as u8)
                 });
             }
         }
-        Ok(prog)
+        self.b
+            .finish()
+            .map_err(|e| CompileError::Internal(format!("emitted program is invalid: {e}")))
     }
 }
 
@@ -507,6 +639,54 @@ mod tests {
         let p = e.finish().unwrap();
         let decl = p.sem_decl(k);
         assert_eq!((decl.wait, decl.signal, decl.shared), (2, 1, false));
+    }
+
+    fn dma(dst: u64, src: u64) -> Inst {
+        Inst::DmaCopy {
+            dst: MemRef {
+                space: Space::Vmem,
+                base: SReg(0),
+                off: dst as i64,
+            },
+            src: MemRef {
+                space: Space::Hbm,
+                base: SReg(0),
+                off: src as i64,
+            },
+            desc: 0,
+            wait: None,
+            signal: None,
+        }
+    }
+
+    #[test]
+    fn producers_one_instruction_waits_for_share_one_counted_wait() {
+        let mut e = Emitter::new();
+        let (a, b) = (Access::vmem(0, 64), Access::vmem(64, 64));
+        let p0 = e.unit(dma(0, 0), Queue::Dma, &[], &[a]);
+        let p1 = e.unit(dma(64, 64), Queue::Dma, &[], &[b]);
+        e.unit(dma(128, 128), Queue::Dma, &[a, b], &[Access::vmem(128, 64)]);
+        let mut sig = |pc: u32| e.b.inst_mut(pc).and_then(|i| i.sync().1);
+        let s = sig(p0).expect("the first producer signals");
+        assert_eq!(sig(p1), Some(s), "both producers signal one semaphore");
+        let waits: Vec<Inst> = (0..e.b.pc())
+            .filter_map(|pc| e.b.inst_mut(pc).copied())
+            .filter(|i| matches!(i, Inst::SemWait { .. }))
+            .collect();
+        assert_eq!(waits, vec![Inst::SemWait { sem: s, n: 2 }]);
+    }
+
+    #[test]
+    fn held_semaphores_survive_a_fence_and_are_never_handed_out() {
+        let mut e = Emitter::new();
+        let held = e.hold(POOL - 1).expect("free semaphores");
+        e.fence();
+        let a = Access::vmem(0, 64);
+        let p = e.unit(dma(0, 0), Queue::Dma, &[], &[a]);
+        e.unit(dma(64, 64), Queue::Dma, &[a], &[Access::vmem(64, 64)]);
+        let s = e.b.inst_mut(p).and_then(|i| i.sync().1).expect("a signal");
+        assert!(!held.contains(&s.0) && !FANOUT_SEMS.contains(&s.0), "{s:?}");
+        e.give_back(&held);
     }
 
     #[test]

@@ -184,6 +184,11 @@ pub struct Lowerer<'a> {
     pub(crate) chips: usize,
     /// The next ICI tag a collective takes.
     pub(crate) coll_tag: u32,
+    /// While an asynchronous collective's start is lowered: the position of its done (its
+    /// scratch buffers live until then).
+    pub(crate) async_until: Option<usize>,
+    /// Asynchronous collectives issued and not yet waited for.
+    pub(crate) in_flight: Vec<collective::InFlight>,
     /// Collective record tables placed in VMEM, by contents.
     pub(crate) coll_tables: std::collections::HashMap<Vec<i64>, u64>,
     /// Device-to-device send/recv channels.
@@ -200,6 +205,41 @@ pub fn devices(m: &Module) -> CResult<hlo::groups::Devices> {
         replicas: r,
         partitions: p,
     })
+}
+
+/// Whether a computation `inst` calls (transitively) talks to other chips: a collective, an
+/// asynchronous start or a send/recv.
+fn calls_collectives(m: &Module, inst: &hlo::Instruction) -> bool {
+    use Opcode as O;
+    let mut stack: Vec<hlo::CompId> = inst.attrs.called_computations();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(c) = stack.pop() {
+        if !seen.insert(c) {
+            continue;
+        }
+        for i in m.comps[c].insts.values() {
+            if matches!(
+                i.opcode,
+                O::AllReduce
+                    | O::AllGather
+                    | O::ReduceScatter
+                    | O::AllToAll
+                    | O::CollectivePermute
+                    | O::CollectiveBroadcast
+                    | O::AllReduceStart
+                    | O::AllGatherStart
+                    | O::CollectivePermuteStart
+                    | O::AsyncStart
+                    | O::Send
+                    | O::Recv
+                    | O::RecvDone
+            ) {
+                return true;
+            }
+            stack.extend(i.attrs.called_computations());
+        }
+    }
+    false
 }
 
 /// Largest element count of one VPU instruction (its `n` field has 20 bits).
@@ -256,6 +296,8 @@ impl<'a> Lowerer<'a> {
             devs,
             chips: devs.n(),
             coll_tag: 0,
+            async_until: None,
+            in_flight: Vec::new(),
             chans: Default::default(),
             coll_tables: Default::default(),
             rng_state: None,
@@ -360,6 +402,7 @@ impl<'a> Lowerer<'a> {
         l.e.b.end_hlo();
         l.span = c.insts[c.root].span;
         l.flush_sends()?;
+        l.drain_async();
         let root = l.vals[c.root.index()].clone().expect("root lowered");
         let result = l.store_output(&root)?;
         if arch.cores_per_chip > 1 {
@@ -457,8 +500,18 @@ impl<'a> Lowerer<'a> {
                 self.extend_life(&v, h);
                 Ok(v)
             }
-            O::While => control::lower_while(self, h),
-            O::Conditional => control::lower_conditional(self, h),
+            O::While | O::Conditional => {
+                // A collective in the body must not wait for one in flight (that wait would
+                // run on every iteration): the one in flight completes first.
+                if calls_collectives(self.m, inst) {
+                    self.drain_async();
+                }
+                if inst.opcode == O::While {
+                    control::lower_while(self, h)
+                } else {
+                    control::lower_conditional(self, h)
+                }
+            }
             O::AfterAll => Ok(Val::Token),
             O::RngGetAndUpdateState => rng_state::lower(self, h)?
                 .ok_or_else(|| CompileError::Internal("rng state not lowered".into())),
@@ -536,7 +589,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The operand's value, kept alive as long as `user` is.
-    fn alias(&mut self, o: InstId, user: InstId) -> CResult<Val> {
+    pub(crate) fn alias(&mut self, o: InstId, user: InstId) -> CResult<Val> {
         let v = self.val(o)?;
         self.extend_life(&v, user);
         Ok(v)
@@ -627,7 +680,12 @@ impl<'a> Lowerer<'a> {
         self.buf_until(self.pos, ty, dims)
     }
 
-    fn buf_until(&mut self, last_use: usize, ty: ElementType, dims: Vec<usize>) -> CResult<Buf> {
+    pub(crate) fn buf_until(
+        &mut self,
+        last_use: usize,
+        ty: ElementType,
+        dims: Vec<usize>,
+    ) -> CResult<Buf> {
         let n = dims
             .iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
@@ -720,6 +778,8 @@ impl<'a> Lowerer<'a> {
             }
             self.free_dead(k);
         }
+        // The body's own sends go out in the body (every execution pairs its transfers).
+        self.flush_sends()?;
         let root = self.vals[c.root.index()].clone().expect("root lowered");
         Ok((root, saved))
     }

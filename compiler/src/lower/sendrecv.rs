@@ -13,8 +13,17 @@
 //! Both sides of one channel use the same ICI tag, chosen when the channel is first seen, so the
 //! FIFO matching of the fabric pairs them in program order.
 //!
-//! Not supported yet: send/recv inside while or conditional bodies, host transfers
-//! (`is_host_transfer=true`), channels without the source-target attribute.
+//! **Inside while and conditional bodies** the same rule holds per execution of the body: a
+//! send queued in a body is exchanged by a later `recv-done` of its channel in the same body,
+//! or goes out alone at the end of the body (before its results are copied out), so every
+//! iteration (every taken branch) posts the same matched transfers on every chip. A
+//! `recv-done` in a body whose channel still has a send queued outside the body is refused
+//! (that send would pair with the first iteration only). Every chip must run the body the same
+//! number of times (else the fabric reports the unmatched transfers as a deadlock, as XLA
+//! would hang).
+//!
+//! Not supported yet: host transfers (`is_host_transfer=true`), channels without the
+//! source-target attribute.
 
 use super::{Buf, Lowerer, Val};
 use crate::error::{CResult, CompileError};
@@ -28,8 +37,10 @@ pub(crate) struct Channels {
     pairs: Option<hlo::groups::ChannelPairs>,
     /// The ICI tag of each channel seen so far.
     tags: std::collections::BTreeMap<i64, u32>,
-    /// Sends not exchanged yet, per channel, oldest first.
-    queued: std::collections::BTreeMap<i64, std::collections::VecDeque<(Buf, InstId)>>,
+    /// Sends not exchanged yet, per channel, oldest first, with the nesting depth of the
+    /// computation that queued them.
+    pub(crate) queued:
+        std::collections::BTreeMap<i64, std::collections::VecDeque<(Buf, InstId, usize)>>,
 }
 
 /// Lowers `send`, `send-done`, `recv` and `recv-done`; `None` for other ops.
@@ -45,19 +56,17 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if inst.attrs.is_host_transfer == Some(true) {
         return Err(l.unsupported(format!("{op} with is_host_transfer=true (host link)")));
     }
-    if l.depth() > 0 {
-        return Err(l.unsupported(format!("{op} inside a while or conditional body")));
-    }
     Ok(Some(match op {
         Opcode::Send => {
             let ch = l.channel_of(h)?;
             let x = l.arr(inst.operands[0])?;
             l.pin(&x);
+            let depth = l.depth();
             l.chans
                 .queued
                 .entry(ch)
                 .or_default()
-                .push_back((x.clone(), h));
+                .push_back((x.clone(), h, depth));
             Val::Tuple(vec![Val::Array(x), Val::Token, Val::Token])
         }
         Opcode::SendDone => Val::Token,
@@ -75,10 +84,18 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             }
             let out = l.new_buf(h, a.ty, a.udims())?;
             l.vty(a.ty)?;
-            let send = l.chans.queued.get_mut(&ch).and_then(|q| q.pop_front());
+            let depth = l.depth();
+            let q = l.chans.queued.entry(ch).or_default();
+            if q.front().is_some_and(|s| s.2 < depth) {
+                return Err(l.unsupported(format!(
+                    "recv-done on channel {ch} inside a while or conditional body while a send \
+                     of that channel queued outside the body is not exchanged yet"
+                )));
+            }
+            let send = q.pop_front();
             let (pairs, tag) = l.channel_plan(h, ch)?;
             l.exchange(h, &pairs, send.as_ref().map(|s| &s.0), Some(&out), tag)?;
-            if let Some((x, _)) = send {
+            if let Some((x, _, _)) = send {
                 l.unpin(&x);
             }
             Val::Tuple(vec![Val::Array(out), Val::Token])
@@ -127,11 +144,20 @@ impl Lowerer<'_> {
         Ok((pairs, tag))
     }
 
-    /// Sends still queued at the end of the entry computation go out alone.
+    /// Sends the computation being lowered (or one it called) still has queued go out alone:
+    /// at the end of the entry computation, and at the end of a while or conditional body.
     pub(crate) fn flush_sends(&mut self) -> CResult<()> {
-        let queued = std::mem::take(&mut self.chans.queued);
-        for (ch, q) in queued {
-            for (x, h) in q {
+        let depth = self.depth();
+        let mut mine = Vec::new();
+        for (&ch, q) in self.chans.queued.iter_mut() {
+            while q.back().is_some_and(|s| s.2 >= depth) {
+                mine.push((ch, q.pop_back().expect("checked")));
+            }
+        }
+        mine.reverse();
+        mine.sort_by_key(|(ch, _)| *ch);
+        for (ch, (x, h, _)) in mine {
+            {
                 // Errors name the send.
                 self.span = self.comp().insts[h].span;
                 let (pairs, tag) = self.channel_plan(h, ch)?;

@@ -1,4 +1,16 @@
-//! Runs asynchronous collectives synchronously: each `all-reduce-done`, `all-gather-done`,
+//! Keeps the asynchronous collectives the chip overlaps with compute, and runs the others
+//! synchronously.
+//!
+//! **Kept** (lowered as an issue at the start and a wait at the done, see
+//! [`crate::lower::collective`]): in the entry computation, an `all-reduce-start` of one array
+//! operand, an `all-gather-start` or a `collective-permute-start` of one operand, whose only
+//! user is its done. An entry computation's `async-start`/`async-done` pair whose wrapped
+//! computation is exactly one all-reduce, all-gather or collective-permute of its parameters
+//! (one operand) is first rewritten into that collective's own start and done. Lowering follows the entry's instruction
+//! order (a post order that visits instructions in their textual order), so the work XLA's
+//! scheduler placed between start and done is lowered between them.
+//!
+//! **The others run synchronously**: each `all-reduce-done`, `all-gather-done`,
 //! `collective-permute-done` or `async-done` whose operand is its start (and the start has no
 //! other user) is replaced by the synchronous op at the start's operands — `all-reduce`,
 //! `all-gather`, `collective-permute` with the start's attributes, or a `call` of an
@@ -8,7 +20,8 @@
 //! This gives the right values and the collective's own cost, but no overlap of the transfer
 //! with the compute scheduled between start and done (a limitation stated in docs/ici.md).
 //! Starts with other users (e.g. a `get-tuple-element` of a context) are left alone and reach
-//! lowering, which refuses them as not supported yet.
+//! lowering, which refuses them as not supported yet ("… whose value is used other than by its
+//! done").
 
 use super::replace_uses;
 use crate::error::CResult;
@@ -18,13 +31,94 @@ use hlo::{InstId, Instruction, Module, Opcode};
 /// See the module docs.
 pub struct SyncAsync;
 
+/// Whether the start `s` (whose only user is its done, in the entry computation) stays
+/// asynchronous.
+pub fn kept(s: &Instruction) -> bool {
+    s.operands.len() == 1
+        && match s.opcode {
+            Opcode::AllReduceStart => s.shape.as_array().is_some(),
+            Opcode::AllGatherStart | Opcode::CollectivePermuteStart => true,
+            _ => false,
+        }
+}
+
+/// The collective an `async-start` wraps, if its computation is exactly one all-reduce,
+/// all-gather or collective-permute of its parameters in order: `(start, done opcodes, the
+/// collective's attributes, the start's shape)`.
+fn wrapped_collective(
+    m: &Module,
+    start: &Instruction,
+) -> Option<(Opcode, Opcode, hlo::Attrs, hlo::Shape)> {
+    let comp = &m.comps[start.attrs.calls?];
+    let params = comp.parameters();
+    let root = &comp.insts[comp.root];
+    if comp.insts.len() != params.len() + 1 || root.operands != params {
+        return None;
+    }
+    let (s, d) = match root.opcode {
+        Opcode::AllReduce => (Opcode::AllReduceStart, Opcode::AllReduceDone),
+        Opcode::AllGather => (Opcode::AllGatherStart, Opcode::AllGatherDone),
+        Opcode::CollectivePermute => (
+            Opcode::CollectivePermuteStart,
+            Opcode::CollectivePermuteDone,
+        ),
+        _ => return None,
+    };
+    let shape = match s {
+        Opcode::AllReduceStart => root.shape.clone(),
+        _ => {
+            let x = comp.insts[params[0]].shape.clone();
+            hlo::Shape::Tuple(vec![x, root.shape.clone()])
+        }
+    };
+    Some((s, d, (*root.attrs).clone(), shape))
+}
+
+/// Rewrites the entry computation's `async-start`/`async-done` pairs that wrap one collective
+/// of one operand into that collective's own start/done (which lowering keeps asynchronous).
+fn unwrap_async(m: &mut Module) -> bool {
+    let e = m.entry;
+    let comp = &m.comps[e];
+    let mut users = vec![Vec::new(); comp.insts.len()];
+    for (h, i) in comp.insts.iter() {
+        for o in &i.operands {
+            users[o.index()].push(h);
+        }
+    }
+    let mut rewrites = Vec::new();
+    for (h, i) in comp.insts.iter() {
+        if i.opcode != Opcode::AsyncStart || i.operands.len() != 1 || comp.root == h {
+            continue;
+        }
+        let [d] = users[h.index()][..] else { continue };
+        if comp.insts[d].opcode != Opcode::AsyncDone {
+            continue;
+        }
+        if let Some(w) = wrapped_collective(m, i) {
+            rewrites.push((h, d, w));
+        }
+    }
+    let changed = !rewrites.is_empty();
+    for (h, d, (so, dop, attrs, shape)) in rewrites {
+        let comp = &mut m.comps[e];
+        let st = &mut comp.insts[h];
+        st.opcode = so;
+        st.shape = shape;
+        *st.attrs = attrs;
+        let dn = &mut comp.insts[d];
+        dn.opcode = dop;
+        *dn.attrs = hlo::Attrs::default();
+    }
+    changed
+}
+
 impl Pass for SyncAsync {
     fn name(&self) -> &'static str {
         "sync-async"
     }
 
     fn run(&self, m: &mut Module) -> CResult<bool> {
-        let mut changed = false;
+        let mut changed = unwrap_async(m);
         let comps: Vec<hlo::CompId> = m.comps.handles().collect();
         for c in comps {
             let comp = &m.comps[c];
@@ -34,6 +128,7 @@ impl Pass for SyncAsync {
                     users[o.index()] += 1;
                 }
             }
+            let entry = c == m.entry;
             let dones: Vec<(InstId, InstId)> = comp
                 .insts
                 .iter()
@@ -48,6 +143,7 @@ impl Pass for SyncAsync {
                 })
                 .map(|(h, i)| (h, i.operands[0]))
                 .filter(|&(_, s)| users[s.index()] == 1 && comp.root != s)
+                .filter(|&(_, s)| !(entry && kept(&comp.insts[s])))
                 .collect();
             for (done, start) in dones {
                 let comp = &m.comps[c];
