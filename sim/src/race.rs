@@ -10,7 +10,8 @@
 //! (documented in docs/timing.md): races whose accesses do not overlap in time in this run
 //! (latent races a different timing would expose), the table-indexed source of `vpu.gather`
 //! in timing-only runs, DMA descriptors whose outer dimensions expand to more than
-//! [`MAX_RUNS`] runs, scalar `s.ld`/`s.st`, and ICI transfers.
+//! [`MAX_RUNS`] runs, and ICI transfers. The sequencer's own scalar `s.ld`/`s.st` are
+//! checked as instantaneous accesses on a thread of their own ([`Hb::seq_access`]).
 
 use isa::{Access, Space};
 
@@ -118,12 +119,15 @@ impl std::fmt::Debug for Name {
     }
 }
 
+/// The `unit` of a sequencer's own access (`s.ld`/`s.st`) in [`Live`].
+pub const SEQ_UNIT: usize = usize::MAX;
+
 /// An instruction in flight.
 #[derive(Clone, Debug)]
 pub struct Live {
     /// Core.
     pub core: u32,
-    /// Unit index within the core.
+    /// Unit index within the core ([`SEQ_UNIT`] for the sequencer's `s.ld`/`s.st`).
     pub unit: usize,
     /// The unit is the DMA queue (its copies are unordered among themselves).
     pub dma: bool,
@@ -269,7 +273,9 @@ fn bbox(t: &[Touch], writes: bool) -> [(u64, u64); 2] {
 /// the program orders.
 ///
 /// Threads: one per (core, unit) for the units that run in program order (MXUs, VPU, infeed,
-/// outfeed); every DMA copy and ICI transfer, which complete in any order, runs on a thread of
+/// outfeed); one per core's sequencer for its own `s.ld`/`s.st` (instantaneous accesses, its
+/// epoch advancing at each, so commands dispatched after one are ordered after it and those
+/// dispatched before are not); every DMA copy and ICI transfer, which complete in any order, runs on a thread of
 /// its own, taken from a pool and returned once every future command is ordered after it.
 ///
 /// Edges: the sequencer's program order into every command it dispatches (the command starts
@@ -284,9 +290,11 @@ fn bbox(t: &[Touch], writes: bool) -> [(u64, u64); 2] {
 /// precede every future command; an ordered unit's program order is taken as completion order
 /// (the in-flight check covers a VPU op that completes after a later one).
 pub struct Hb {
-    /// Fixed threads: `cores · units`.
+    /// Fixed threads: `cores · units` unit threads, then one sequencer thread per core.
     fixed: usize,
     units: usize,
+    /// The first sequencer thread (`cores · units`).
+    seq_base: usize,
     seq: Vec<Clock>,
     /// Bit `s`: semaphore `s` is shared by the cores (its clock lives at core 0).
     shared: u32,
@@ -353,14 +361,15 @@ impl Hb {
     pub fn new(cores: usize, units: usize, sems: usize) -> Self {
         let n = cores * units;
         Hb {
-            fixed: n,
+            fixed: n + cores,
             units,
+            seq_base: n,
             seq: vec![Vec::new(); cores],
             shared: 0,
             halted: vec![false; cores],
             unit: vec![Vec::new(); n],
-            epoch: vec![0; n],
-            busy: vec![false; n],
+            epoch: vec![0; n + cores],
+            busy: vec![false; n + cores],
             free: Vec::new(),
             sems: vec![vec![Vec::new(); sems]; cores],
             done_join: vec![Vec::new(); cores],
@@ -485,12 +494,60 @@ impl Hb {
         if !unordered {
             self.unit[q].clone_from(&vc);
         }
+        self.check_and_record(&vc, t, epoch, live, None)?;
+        self.running.insert(live.id, vc);
+        self.count_access();
+        Ok(())
+    }
+
+    /// The sequencer of `core` (`live.core`) reads (`s.ld`) or writes (`s.st`) VMEM itself at
+    /// `live.start`: an instantaneous access on the sequencer's own thread, whose epoch
+    /// advances, checked against the history (a race unless the other access is ordered
+    /// before the sequencer's clock: joined through a `sem.wait` or `fence`) and recorded, so
+    /// that a command dispatched before it that starts later is checked against it too.
+    pub fn seq_access(&mut self, live: &Live) -> Result<(), String> {
+        let core = live.core as usize;
+        let t = self.seq_base + core;
+        self.epoch[t] += 1;
+        let epoch = self.epoch[t];
+        let mut vc = std::mem::take(&mut self.seq[core]);
+        if vc.len() <= t {
+            vc.resize(t + 1, 0);
+        }
+        vc[t] = epoch;
+        let r = self.check_and_record(&vc, t, epoch, live, Some(live.done));
+        self.seq[core] = vc;
+        self.count_access();
+        r
+    }
+
+    /// Counts an access and now and then forgets what every future access is ordered after.
+    #[inline]
+    fn count_access(&mut self) {
+        self.starts += 1;
+        if self.starts.is_multiple_of(64) {
+            self.forget_ordered();
+        }
+    }
+
+    /// Checks the accesses of `live` (clock `vc`, thread `t` at `epoch`) against the history;
+    /// records them unless they race (then the description of the race). `done`: its
+    /// completion, if already known.
+    #[inline]
+    fn check_and_record(
+        &mut self,
+        vc: &Clock,
+        t: usize,
+        epoch: u32,
+        live: &Live,
+        done: Option<u64>,
+    ) -> Result<(), String> {
         let bb = bbox(&live.touches, false);
         let wb = bbox(&live.touches, true);
         let may_meet = boxes_meet(&wb, &self.hist_box) || boxes_meet(&bb, &self.hist_wbox);
         // Newest first: the nearest unordered access is the most useful to report.
         for r in self.history.iter().rev().filter(|_| may_meet) {
-            if r.thread == t || at(&vc, r.thread) >= r.epoch {
+            if r.thread == t || at(vc, r.thread) >= r.epoch {
                 continue; // program order of one unit, or ordered by the program
             }
             if !(boxes_meet(&wb, &r.bbox) || boxes_meet(&bb, &r.wbox)) {
@@ -518,7 +575,7 @@ impl Hb {
             debug_assert!(self.history.back().is_none_or(|r| r.live.id < live.id));
             self.history.push_back(Rec {
                 live: live.clone(),
-                done: None,
+                done,
                 thread: t,
                 epoch,
                 bbox: bb,
@@ -528,17 +585,15 @@ impl Hb {
                 self.history.pop_front();
             }
         }
-        self.running.insert(live.id, vc);
-        self.starts += 1;
-        if self.starts.is_multiple_of(64) {
-            self.forget_ordered();
-        }
         Ok(())
     }
 
-    /// Drops history entries every future command is ordered after, and returns pool threads
-    /// whose copy every future command is ordered after. A future command's clock is at least
-    /// the dispatch clock of a queued command or a sequencer's current clock.
+    /// Drops history entries every future access is ordered after, and returns pool threads
+    /// whose copy every future access is ordered after. A future command's clock is at least
+    /// the dispatch clock of a queued command or a sequencer's current clock; a sequencer's own
+    /// future `s.ld`/`s.st` has at least its current clock (a halted one has none). The
+    /// sequencer threads are fixed, never pooled; their records go once every live sequencer
+    /// and queued command has reached their epoch.
     fn forget_ordered(&mut self) {
         let n = self.epoch.len();
         let mut floor = std::mem::take(&mut self.floor);
