@@ -592,8 +592,8 @@ impl Hb {
     /// whose copy every future access is ordered after. A future command's clock is at least
     /// the dispatch clock of a queued command or a sequencer's current clock; a sequencer's own
     /// future `s.ld`/`s.st` has at least its current clock (a halted one has none). The
-    /// sequencer threads are fixed, never pooled; their records go once every live sequencer
-    /// and queued command has reached their epoch.
+    /// sequencer threads are fixed, never pooled; their records (VMEM of their core) go once
+    /// that core's sequencer (unless halted) and queued commands have reached their epoch.
     fn forget_ordered(&mut self) {
         let n = self.epoch.len();
         let mut floor = std::mem::take(&mut self.floor);
@@ -609,6 +609,22 @@ impl Hb {
             for (t, f) in floor.iter_mut().enumerate() {
                 *f = (*f).min(at(c, t));
             }
+        }
+        // A sequencer's own accesses are VMEM of its core: only that core's future accesses (its
+        // sequencer's, its queued commands') can conflict with them.
+        for (c, seq) in self.seq.iter().enumerate() {
+            let mut f = if self.halted[c] {
+                u32::MAX
+            } else {
+                at(seq, self.seq_base + c)
+            };
+            for q in self.queued[c * self.units..(c + 1) * self.units]
+                .iter()
+                .flatten()
+            {
+                f = f.min(at(q, self.seq_base + c));
+            }
+            floor[self.seq_base + c] = f;
         }
         self.history.retain(|r| r.epoch > floor[r.thread]);
         self.hist_box = EMPTY_BOX;
@@ -684,6 +700,50 @@ mod tests {
             done,
             touches: vec![Touch { acc, write }].into(),
         }
+    }
+
+    fn at_core(mut l: Live, core: u32, id: u64) -> Live {
+        l.core = core;
+        l.id = id;
+        l
+    }
+
+    /// A sequencer's `s.st` is checked against a command of its core dispatched before it
+    /// that starts later (a race), not against one dispatched after it; once nothing of its
+    /// core can be unordered with them, its accesses are forgotten although another core's
+    /// sequencer never orders after them (they are VMEM of their core).
+    #[test]
+    fn seq_accesses_are_checked_against_later_starts_and_then_forgotten() {
+        let mut h = Hb::new(2, 2, 4);
+        h.dispatch(0, 1);
+        let st = live(SEQ_UNIT, false, 5, 6, Access::vmem(0, 4), true);
+        h.seq_access(&at_core(st, 0, 1)).unwrap();
+        h.dispatch(0, 1);
+        let mut id = 2;
+        let mut loads = |h: &mut Hb, k: u64| {
+            for i in 0..k {
+                let ld = live(
+                    SEQ_UNIT,
+                    false,
+                    6 + i,
+                    7 + i,
+                    Access::vmem(64 + 8 * i, 8),
+                    false,
+                );
+                h.seq_access(&at_core(ld, 0, id)).unwrap();
+                id += 1;
+            }
+        };
+        loads(&mut h, 10);
+        let rd = |id| at_core(live(1, false, 300, 310, Access::vmem(0, 64), false), 0, id);
+        let e = h.start(0, None, false, &rd(500)).unwrap_err();
+        assert!(e.contains("write/read") && e.contains("latent"), "{e}");
+        h.start(0, None, false, &rd(501)).unwrap();
+        loads(&mut h, 200);
+        assert!(h.history.len() < 64, "{}", h.history.len());
+        // Another core's accesses to the same addresses are to its own VMEM.
+        h.dispatch(1, 1);
+        h.start(0, None, false, &at_core(rd(0), 1, 1000)).unwrap();
     }
 
     #[test]
