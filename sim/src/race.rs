@@ -533,7 +533,7 @@ impl Hb {
     /// Checks the accesses of `live` (clock `vc`, thread `t` at `epoch`) against the history;
     /// records them unless they race (then the description of the race). `done`: its
     /// completion, if already known.
-    #[inline]
+    #[inline(always)]
     fn check_and_record(
         &mut self,
         vc: &Clock,

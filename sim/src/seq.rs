@@ -323,6 +323,8 @@ impl Chip {
     /// write of `n` bytes at `addr`): against the happens-before history and the instructions
     /// in flight, as a unit command's accesses are when it starts (`race.rs`).
     #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
     fn seq_access_race(
         &mut self,
         env: &Env<'_>,
