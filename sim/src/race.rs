@@ -201,6 +201,22 @@ impl RaceTracker {
         }
     }
 
+    /// Checks an instantaneous access (a sequencer's `s.ld`/`s.st`) against everything in
+    /// flight, without recording it (a command starting in its one cycle that it races with is
+    /// reported by the happens-before check, which records it).
+    pub fn check(&self, new: &Live) -> Result<(), String> {
+        for l in &self.live {
+            let ordered = l.core == new.core && l.unit == new.unit;
+            if ordered || !(l.start < new.done && new.start < l.done) {
+                continue;
+            }
+            if let Some(m) = conflict(l, new) {
+                return Err(m);
+            }
+        }
+        Ok(())
+    }
+
     /// Checks `new` against everything in flight; records it unless it races (then the
     /// description of the race).
     pub fn add(&mut self, new: Live) -> Result<(), String> {

@@ -360,7 +360,7 @@ impl Chip {
         if let Some(Err(msg)) = self.hb.as_mut().map(|h| h.seq_access(&live)) {
             self.race(msg)?;
         }
-        if let Some(Err(msg)) = self.races.as_mut().map(|r| r.add(live)) {
+        if let Some(Err(msg)) = self.races.as_ref().map(|r| r.check(&live)) {
             self.race(msg)?;
         }
         Ok(())
