@@ -78,10 +78,14 @@ define_isa! {
     /// Scalar load from VMEM: reads `size(t)` bytes at `A(addr)` (little-endian); integers and
     /// pred are sign- (signed types) or zero-extended (unsigned, pred) to 64 bits; floats are
     /// loaded as their raw bit pattern, zero-extended. Sees VMEM as it is when the sequencer
-    /// executes it (order it after unit writes with semaphores).
+    /// executes it (order it after unit writes with semaphores: an unordered one is reported
+    /// as a race, docs/timing.md).
     SLd = 0x28, "s.ld", Seq, ScalarMem, Any, (rd: SReg = 5, addr: VAddr = 21) { t: DType = 4 }
         [addr: Read elems(t, 1)];
-    /// Scalar store to VMEM: writes the low `size(t)` bytes of `s[rs]` at `A(addr)`.
+    /// Scalar store to VMEM: writes the low `size(t)` bytes of `s[rs]` at `A(addr)`. Order it
+    /// after dispatched unit instructions that read or write those bytes with semaphores (an
+    /// unordered one is reported as a race, docs/timing.md); instructions dispatched after it
+    /// see the store.
     SSt = 0x29, "s.st", Seq, ScalarMem, Any, (rs: SReg = 5, addr: VAddr = 21) { t: DType = 4 }
         [addr: Write elems(t, 1)];
     /// `s[rd] = ` the machine value `csr` (replica id, number of replicas, core id, cores).

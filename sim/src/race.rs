@@ -10,7 +10,8 @@
 //! (documented in docs/timing.md): races whose accesses do not overlap in time in this run
 //! (latent races a different timing would expose), the table-indexed source of `vpu.gather`
 //! in timing-only runs, DMA descriptors whose outer dimensions expand to more than
-//! [`MAX_RUNS`] runs, scalar `s.ld`/`s.st`, and ICI transfers.
+//! [`MAX_RUNS`] runs, and ICI transfers. The sequencer's own scalar `s.ld`/`s.st` are
+//! checked as instantaneous accesses on a thread of their own ([`Hb::seq_access`]).
 
 use isa::{Access, Space};
 
@@ -118,12 +119,15 @@ impl std::fmt::Debug for Name {
     }
 }
 
+/// The `unit` of a sequencer's own access (`s.ld`/`s.st`) in [`Live`].
+pub const SEQ_UNIT: usize = usize::MAX;
+
 /// An instruction in flight.
 #[derive(Clone, Debug)]
 pub struct Live {
     /// Core.
     pub core: u32,
-    /// Unit index within the core.
+    /// Unit index within the core ([`SEQ_UNIT`] for the sequencer's `s.ld`/`s.st`).
     pub unit: usize,
     /// The unit is the DMA queue (its copies are unordered among themselves).
     pub dma: bool,
@@ -195,6 +199,22 @@ impl RaceTracker {
         if let Some(l) = self.live.iter_mut().find(|l| l.id == id) {
             l.done = done;
         }
+    }
+
+    /// Checks an instantaneous access (a sequencer's `s.ld`/`s.st`) against everything in
+    /// flight, without recording it (a command starting in its one cycle that it races with is
+    /// reported by the happens-before check, which records it).
+    pub fn check(&self, new: &Live) -> Result<(), String> {
+        for l in &self.live {
+            let ordered = l.core == new.core && l.unit == new.unit;
+            if ordered || !(l.start < new.done && new.start < l.done) {
+                continue;
+            }
+            if let Some(m) = conflict(l, new) {
+                return Err(m);
+            }
+        }
+        Ok(())
     }
 
     /// Checks `new` against everything in flight; records it unless it races (then the
@@ -269,7 +289,9 @@ fn bbox(t: &[Touch], writes: bool) -> [(u64, u64); 2] {
 /// the program orders.
 ///
 /// Threads: one per (core, unit) for the units that run in program order (MXUs, VPU, infeed,
-/// outfeed); every DMA copy and ICI transfer, which complete in any order, runs on a thread of
+/// outfeed); one per core's sequencer for its own `s.ld`/`s.st` (instantaneous accesses, its
+/// epoch advancing at each, so commands dispatched after one are ordered after it and those
+/// dispatched before are not); every DMA copy and ICI transfer, which complete in any order, runs on a thread of
 /// its own, taken from a pool and returned once every future command is ordered after it.
 ///
 /// Edges: the sequencer's program order into every command it dispatches (the command starts
@@ -284,9 +306,11 @@ fn bbox(t: &[Touch], writes: bool) -> [(u64, u64); 2] {
 /// precede every future command; an ordered unit's program order is taken as completion order
 /// (the in-flight check covers a VPU op that completes after a later one).
 pub struct Hb {
-    /// Fixed threads: `cores · units`.
+    /// Fixed threads: `cores · units` unit threads, then one sequencer thread per core.
     fixed: usize,
     units: usize,
+    /// The first sequencer thread (`cores · units`).
+    seq_base: usize,
     seq: Vec<Clock>,
     /// Bit `s`: semaphore `s` is shared by the cores (its clock lives at core 0).
     shared: u32,
@@ -353,14 +377,15 @@ impl Hb {
     pub fn new(cores: usize, units: usize, sems: usize) -> Self {
         let n = cores * units;
         Hb {
-            fixed: n,
+            fixed: n + cores,
             units,
+            seq_base: n,
             seq: vec![Vec::new(); cores],
             shared: 0,
             halted: vec![false; cores],
             unit: vec![Vec::new(); n],
-            epoch: vec![0; n],
-            busy: vec![false; n],
+            epoch: vec![0; n + cores],
+            busy: vec![false; n + cores],
             free: Vec::new(),
             sems: vec![vec![Vec::new(); sems]; cores],
             done_join: vec![Vec::new(); cores],
@@ -485,12 +510,60 @@ impl Hb {
         if !unordered {
             self.unit[q].clone_from(&vc);
         }
+        self.check_and_record(&vc, t, epoch, live, None)?;
+        self.running.insert(live.id, vc);
+        self.count_access();
+        Ok(())
+    }
+
+    /// The sequencer of `core` (`live.core`) reads (`s.ld`) or writes (`s.st`) VMEM itself at
+    /// `live.start`: an instantaneous access on the sequencer's own thread, whose epoch
+    /// advances, checked against the history (a race unless the other access is ordered
+    /// before the sequencer's clock: joined through a `sem.wait` or `fence`) and recorded, so
+    /// that a command dispatched before it that starts later is checked against it too.
+    pub fn seq_access(&mut self, live: &Live) -> Result<(), String> {
+        let core = live.core as usize;
+        let t = self.seq_base + core;
+        self.epoch[t] += 1;
+        let epoch = self.epoch[t];
+        let mut vc = std::mem::take(&mut self.seq[core]);
+        if vc.len() <= t {
+            vc.resize(t + 1, 0);
+        }
+        vc[t] = epoch;
+        let r = self.check_and_record(&vc, t, epoch, live, Some(live.done));
+        self.seq[core] = vc;
+        self.count_access();
+        r
+    }
+
+    /// Counts an access and now and then forgets what every future access is ordered after.
+    #[inline]
+    fn count_access(&mut self) {
+        self.starts += 1;
+        if self.starts.is_multiple_of(64) {
+            self.forget_ordered();
+        }
+    }
+
+    /// Checks the accesses of `live` (clock `vc`, thread `t` at `epoch`) against the history;
+    /// records them unless they race (then the description of the race). `done`: its
+    /// completion, if already known.
+    #[inline(always)]
+    fn check_and_record(
+        &mut self,
+        vc: &Clock,
+        t: usize,
+        epoch: u32,
+        live: &Live,
+        done: Option<u64>,
+    ) -> Result<(), String> {
         let bb = bbox(&live.touches, false);
         let wb = bbox(&live.touches, true);
         let may_meet = boxes_meet(&wb, &self.hist_box) || boxes_meet(&bb, &self.hist_wbox);
         // Newest first: the nearest unordered access is the most useful to report.
         for r in self.history.iter().rev().filter(|_| may_meet) {
-            if r.thread == t || at(&vc, r.thread) >= r.epoch {
+            if r.thread == t || at(vc, r.thread) >= r.epoch {
                 continue; // program order of one unit, or ordered by the program
             }
             if !(boxes_meet(&wb, &r.bbox) || boxes_meet(&bb, &r.wbox)) {
@@ -518,7 +591,7 @@ impl Hb {
             debug_assert!(self.history.back().is_none_or(|r| r.live.id < live.id));
             self.history.push_back(Rec {
                 live: live.clone(),
-                done: None,
+                done,
                 thread: t,
                 epoch,
                 bbox: bb,
@@ -528,17 +601,15 @@ impl Hb {
                 self.history.pop_front();
             }
         }
-        self.running.insert(live.id, vc);
-        self.starts += 1;
-        if self.starts.is_multiple_of(64) {
-            self.forget_ordered();
-        }
         Ok(())
     }
 
-    /// Drops history entries every future command is ordered after, and returns pool threads
-    /// whose copy every future command is ordered after. A future command's clock is at least
-    /// the dispatch clock of a queued command or a sequencer's current clock.
+    /// Drops history entries every future access is ordered after, and returns pool threads
+    /// whose copy every future access is ordered after. A future command's clock is at least
+    /// the dispatch clock of a queued command or a sequencer's current clock; a sequencer's own
+    /// future `s.ld`/`s.st` has at least its current clock (a halted one has none). The
+    /// sequencer threads are fixed, never pooled; their records (VMEM of their core) go once
+    /// that core's sequencer (unless halted) and queued commands have reached their epoch.
     fn forget_ordered(&mut self) {
         let n = self.epoch.len();
         let mut floor = std::mem::take(&mut self.floor);
@@ -554,6 +625,22 @@ impl Hb {
             for (t, f) in floor.iter_mut().enumerate() {
                 *f = (*f).min(at(c, t));
             }
+        }
+        // A sequencer's own accesses are VMEM of its core: only that core's future accesses (its
+        // sequencer's, its queued commands') can conflict with them.
+        for (c, seq) in self.seq.iter().enumerate() {
+            let mut f = if self.halted[c] {
+                u32::MAX
+            } else {
+                at(seq, self.seq_base + c)
+            };
+            for q in self.queued[c * self.units..(c + 1) * self.units]
+                .iter()
+                .flatten()
+            {
+                f = f.min(at(q, self.seq_base + c));
+            }
+            floor[self.seq_base + c] = f;
         }
         self.history.retain(|r| r.epoch > floor[r.thread]);
         self.hist_box = EMPTY_BOX;
@@ -629,6 +716,50 @@ mod tests {
             done,
             touches: vec![Touch { acc, write }].into(),
         }
+    }
+
+    fn at_core(mut l: Live, core: u32, id: u64) -> Live {
+        l.core = core;
+        l.id = id;
+        l
+    }
+
+    /// A sequencer's `s.st` is checked against a command of its core dispatched before it
+    /// that starts later (a race), not against one dispatched after it; once nothing of its
+    /// core can be unordered with them, its accesses are forgotten although another core's
+    /// sequencer never orders after them (they are VMEM of their core).
+    #[test]
+    fn seq_accesses_are_checked_against_later_starts_and_then_forgotten() {
+        let mut h = Hb::new(2, 2, 4);
+        h.dispatch(0, 1);
+        let st = live(SEQ_UNIT, false, 5, 6, Access::vmem(0, 4), true);
+        h.seq_access(&at_core(st, 0, 1)).unwrap();
+        h.dispatch(0, 1);
+        let mut id = 2;
+        let mut loads = |h: &mut Hb, k: u64| {
+            for i in 0..k {
+                let ld = live(
+                    SEQ_UNIT,
+                    false,
+                    6 + i,
+                    7 + i,
+                    Access::vmem(64 + 8 * i, 8),
+                    false,
+                );
+                h.seq_access(&at_core(ld, 0, id)).unwrap();
+                id += 1;
+            }
+        };
+        loads(&mut h, 10);
+        let rd = |id| at_core(live(1, false, 300, 310, Access::vmem(0, 64), false), 0, id);
+        let e = h.start(0, None, false, &rd(500)).unwrap_err();
+        assert!(e.contains("write/read") && e.contains("latent"), "{e}");
+        h.start(0, None, false, &rd(501)).unwrap();
+        loads(&mut h, 200);
+        assert!(h.history.len() < 64, "{}", h.history.len());
+        // Another core's accesses to the same addresses are to its own VMEM.
+        h.dispatch(1, 1);
+        h.start(0, None, false, &at_core(rd(0), 1, 1000)).unwrap();
     }
 
     #[test]

@@ -216,6 +216,7 @@ impl Chip {
                     .vmem
                     .read(a, &mut buf[..n])
                     .map_err(|e| self.exec_err(env, c, pc, e.to_string()))?;
+                self.seq_access_race(env, now, c, pc, inst, a, n as u64, false)?;
                 let raw = u64::from_le_bytes(buf);
                 let v = if t.is_signed_int() {
                     let sh = 64 - 8 * n as u32;
@@ -236,6 +237,7 @@ impl Chip {
                     .vmem
                     .write(a, &v[..n])
                     .map_err(|e| self.exec_err(env, c, pc, e.to_string()))?;
+                self.seq_access_race(env, now, c, pc, inst, a, n as u64, true)?;
                 Ok(p.scalar_mem_latency)
             }
             Inst::SCsr { rd, csr } => {
@@ -315,6 +317,53 @@ impl Chip {
                 Ok(None)
             }
         }
+    }
+
+    /// The race check of the sequencer's own VMEM access at `now` (`s.ld`: a read, `s.st`: a
+    /// write of `n` bytes at `addr`): against the happens-before history and the instructions
+    /// in flight, as a unit command's accesses are when it starts (`race.rs`).
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn seq_access_race(
+        &mut self,
+        env: &Env<'_>,
+        now: Cycle,
+        c: usize,
+        pc: u32,
+        inst: Inst,
+        addr: u64,
+        n: u64,
+        write: bool,
+    ) -> Result<(), SimError> {
+        let Some(races) = &mut self.races else {
+            return Ok(());
+        };
+        races.prune(now.get());
+        let live = crate::race::Live {
+            core: c as u32,
+            unit: crate::race::SEQ_UNIT,
+            dma: false,
+            id: races.next_id(),
+            pc,
+            unit_name: crate::race::Name::new(&format!("core{c}.seq")),
+            inst,
+            symbol: env.prog.symbol_arc(pc),
+            start: now.get(),
+            done: now.get() + 1,
+            touches: std::iter::once(crate::race::Touch {
+                acc: isa::Access::vmem(addr, n),
+                write,
+            })
+            .collect(),
+        };
+        if let Some(Err(msg)) = self.hb.as_mut().map(|h| h.seq_access(&live)) {
+            self.race(msg)?;
+        }
+        if let Some(Err(msg)) = self.races.as_ref().map(|r| r.check(&live)) {
+            self.race(msg)?;
+        }
+        Ok(())
     }
 
     /// Records the stall of a block that ends at `now`.

@@ -150,3 +150,105 @@ fn overlapping_matmul_rows_cover_exactly_their_union() {
         assert!(m.contains("mxu.matmul") && m.contains("vpu.splat"), "{m}");
     }
 }
+
+/// The sequencer's own `s.ld` of bytes a DMA copy is still writing, with nothing ordering
+/// them, is a race naming both (the sequencer as `core0.seq`); after `sem.wait` on the copy's
+/// semaphore it runs. Read back later without the wait, it is still reported (latent).
+#[test]
+fn raw_seq_load_of_a_dma_write_without_its_wait_is_a_race() {
+    let prog = |wait: &str, spin: u32| {
+        format!(
+            ".dma 0 len=64\n    dma.copy vmem[s0+512], hbm[s0], desc=0, signal=sem1\n    s.li s1, 0\n    s.li s2, {spin}\nspin:\n    s.addi s1, s1, 1\n    blt s1, s2, spin\n{wait}    s.ld s3, [s0+520], t=s32\n    fence\n    halt\n"
+        )
+    };
+    for functional in [true, false] {
+        run(&prog("    sem.wait sem1, n=1\n", 1), functional).unwrap();
+        for spin in [1, 500] {
+            let m = race_of(&prog("", spin), functional);
+            assert!(
+                m.contains("core0.dma pc 0 `dma.copy vmem[s0+512], hbm[s0]"),
+                "{m}"
+            );
+            assert!(m.contains("core0.seq pc 5 `s.ld s3, [s0+520]"), "{m}");
+            assert!(m.contains("VMEM") && m.contains("write/read"), "{m}");
+            assert_eq!(m.contains("latent race"), spin == 500, "{m}");
+        }
+    }
+}
+
+/// A VPU result read by `s.ld`: ordered by `sem.wait` (or a `fence`), else a race.
+#[test]
+fn raw_seq_load_of_a_vpu_write_is_ordered_only_by_a_wait_or_fence() {
+    let prog = |sync: &str| {
+        format!(
+            "    vpu.splat [s0+1024], s0, n=256, t=s32, signal=sem2\n{sync}    s.ld s3, [s0+1100], t=s32\n    fence\n    halt\n"
+        )
+    };
+    for functional in [true, false] {
+        run(&prog("    sem.wait sem2, n=1\n"), functional).unwrap();
+        run(&prog("    fence\n"), functional).unwrap();
+        let m = race_of(&prog(""), functional);
+        assert!(m.contains("core0.vpu pc 0 `vpu.splat"), "{m}");
+        assert!(m.contains("core0.seq pc 1 `s.ld"), "{m}");
+        assert!(m.contains("write/read"), "{m}");
+    }
+}
+
+/// `s.st` over bytes a dispatched command reads: a race unless the sequencer waited for the
+/// command first, whether the command is already running (a VPU op) or still queued when the
+/// store happens (a DMA copy waiting for a long VPU op: its start then finds the store
+/// unordered before it).
+#[test]
+fn war_seq_store_over_a_unit_read_without_its_wait_is_a_race() {
+    let running = |wait: &str| {
+        format!(
+            "    vpu.add [s0+1024], [s0+512], [s0+512], n=16, t=s32, signal=sem1\n    s.li s1, 7\n{wait}    s.st s1, [s0+540], t=s32\n    fence\n    halt\n"
+        )
+    };
+    let queued = |wait: &str| {
+        format!(
+            ".dma 0 len=64\n    vpu.splat [s0+8192], s0, n=4096, t=s32, signal=sem2\n    dma.copy hbm[s0], vmem[s0+512], desc=0, wait=sem2, signal=sem1\n    s.li s1, 7\n{wait}    s.st s1, [s0+540], t=s32\n    fence\n    halt\n"
+        )
+    };
+    let wait = "    sem.wait sem1, n=1\n";
+    for functional in [true, false] {
+        run(&running(wait), functional).unwrap();
+        let m = race_of(&running(""), functional);
+        assert!(m.contains("core0.vpu pc 0 `vpu.add"), "{m}");
+        assert!(m.contains("core0.seq pc 2 `s.st s1, [s0+540]"), "{m}");
+        assert!(m.contains("read/write") && m.contains("VMEM"), "{m}");
+
+        run(&queued(wait), functional).unwrap();
+        let m = race_of(&queued(""), functional);
+        let (st, copy) = (
+            m.find("core0.seq pc 3 `s.st s1, [s0+540]").expect(&m),
+            m.find("core0.dma pc 1 `dma.copy hbm[s0], vmem[s0+512]")
+                .expect(&m),
+        );
+        assert!(st < copy, "the store is the first access: {m}");
+        assert!(m.contains("write/read") && m.contains("latent race"), "{m}");
+    }
+}
+
+/// Program order through dispatch: a command dispatched after an `s.st` (or after an `s.ld`)
+/// is ordered after it, even while it runs long after; a queued command that waits on a
+/// semaphore the sequencer signals after its `s.st` is ordered after it too.
+#[test]
+fn seq_store_then_a_dispatched_unit_access_is_ordered() {
+    let after = "    s.li s1, 7\n    s.st s1, [s0+512], t=s32\n    vpu.add [s0+1024], [s0+512], [s0+512], n=16, t=s32\n    s.ld s2, [s0+1024], t=s32\n    vpu.splat [s0+1024], s0, n=16, t=s32\n    fence\n    s.ld s2, [s0+1024], t=s32\n    halt\n";
+    let signalled = "    vpu.add [s0+1024], [s0+512], [s0+512], n=16, t=s32, wait=sem3\n    s.li s1, 7\n    s.st s1, [s0+512], t=s32\n    sem.signal sem3, n=1\n    fence\n    halt\n";
+    for functional in [true, false] {
+        // The s.ld at pc 3 reads what the vpu.add writes: a race; the rest is ordered.
+        let m = race_of(after, functional);
+        assert!(
+            m.contains("`vpu.add") && m.contains("core0.seq pc 3 `s.ld"),
+            "{m}"
+        );
+        let fixed = after.replace(
+            "    s.ld s2, [s0+1024], t=s32\n    vpu.splat",
+            "    s.ld s2, [s0+2048], t=s32\n    vpu.splat",
+        );
+        run(&fixed, functional).unwrap();
+        run(signalled, functional).unwrap();
+    }
+}
