@@ -4,6 +4,15 @@
 mod common;
 use common::{all_text as text, root, systole};
 
+/// Runs `systole ARGS`, which must exit 0 with outputs matching the evaluator; returns its text.
+fn matches_evaluator(args: &[&str]) -> String {
+    let o = systole(args);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {t}");
+    assert!(t.contains("outputs match the evaluator"), "{args:?}: {t}");
+    t
+}
+
 #[test]
 fn every_multi_replica_conformance_case_passes_on_the_chip() {
     let o = systole(&[
@@ -44,10 +53,7 @@ fn send_recv_between_replicas_matches_the_evaluator() {
         "tests/pod/sendrecv_oneway_reordered.hlo",
         "tests/pod/sendrecv_two_channels_ring.hlo",
     ] {
-        let o = systole(&["run", f, "--arch", "tpu-v4", "--random", "7"]);
-        let t = text(&o);
-        assert_eq!(o.status.code(), Some(0), "{f}: {t}");
-        assert!(t.contains("outputs match the evaluator"), "{f}: {t}");
+        matches_evaluator(&["run", f, "--arch", "tpu-v4", "--random", "7"]);
     }
 }
 
@@ -55,7 +61,7 @@ fn send_recv_between_replicas_matches_the_evaluator() {
 fn send_recv_inside_while_and_conditional_bodies_matches_the_evaluator() {
     // Five iterations of a ring shift on channel 1 (receive before send in the text), then a
     // conditional whose branches exchange on channels 2 and 3.
-    let o = systole(&[
+    matches_evaluator(&[
         "run",
         "tests/pod/sendrecv_while_conditional.hlo",
         "--random",
@@ -65,9 +71,6 @@ fn send_recv_inside_while_and_conditional_bodies_matches_the_evaluator() {
         "--atol",
         "0",
     ]);
-    let t = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("outputs match the evaluator"), "{t}");
     // A send queued outside a body and received inside it is refused, naming the recv-done.
     let o = systole(&[
         "run",
@@ -88,7 +91,7 @@ fn send_recv_inside_while_and_conditional_bodies_matches_the_evaluator() {
 fn async_collective_forms_and_collective_broadcast_match_the_evaluator() {
     // all-reduce/all-gather/collective-permute start+done, async-start wrapping an all-reduce
     // (run synchronously on chip), collective-broadcast from a group's first member.
-    let o = systole(&[
+    matches_evaluator(&[
         "run",
         "tests/pod/async_and_broadcast.hlo",
         "--random",
@@ -98,11 +101,8 @@ fn async_collective_forms_and_collective_broadcast_match_the_evaluator() {
         "--atol",
         "1e-6",
     ]);
-    let t = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("outputs match the evaluator"), "{t}");
     // An all-reduce started before a while loop that runs all-reduces, done after it.
-    let o = systole(&[
+    matches_evaluator(&[
         "run",
         "tests/pod/async/allreduce_start_around_while.hlo",
         "--random",
@@ -112,9 +112,6 @@ fn async_collective_forms_and_collective_broadcast_match_the_evaluator() {
         "--atol",
         "0",
     ]);
-    let t = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("outputs match the evaluator"), "{t}");
 }
 
 #[test]
