@@ -7,7 +7,6 @@ use crate::interp::Ctx;
 use crate::util::{array, scalar_i64};
 use hlo::ir::Instruction;
 use hlo::literal::{ArrayData, Literal};
-use hlo::opcode::Opcode;
 use hlo::shape::Shape;
 
 fn args(ops: &[&Literal]) -> Vec<Literal> {
@@ -16,11 +15,12 @@ fn args(ops: &[&Literal]) -> Vec<Literal> {
 
 /// `call(...), to_apply=f` (also composite calls) and `fusion(...), calls=f`.
 pub fn call(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    let comp = match inst.opcode {
-        Opcode::Fusion => inst.attrs.calls.or(inst.attrs.to_apply),
-        _ => inst.attrs.to_apply.or(inst.attrs.calls),
-    }
-    .ok_or_else(|| EvalError::invalid(format!("{} without a called computation", inst.opcode)))?;
+    let hlo::View::Call { callee: comp } = inst.view() else {
+        return Err(EvalError::invalid(format!(
+            "{} without a called computation",
+            inst.opcode
+        )));
+    };
     cx.call(comp, args(ops))
 }
 

@@ -125,7 +125,7 @@ fn plan_of(comp: &Computation) -> Result<Plan, String> {
     last_use[comp.root.index()] = usize::MAX;
     let params = comp.parameters();
     for (i, &p) in params.iter().enumerate() {
-        if comp.insts[p].attrs.parameter_number != Some(i as i64) {
+        if comp.insts[p].parameter_number() != Some(i) {
             return Err(format!(
                 "computation {} has parameter numbers with gaps",
                 comp.name

@@ -87,7 +87,9 @@ pub fn transpose(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
 pub fn broadcast(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
     let out_dims = shape_dims(out_array(&inst.shape)?)?;
-    let map = inst.attrs.dimensions.clone().unwrap_or_default();
+    let hlo::View::Broadcast { dimensions: map } = inst.view() else {
+        return Err(EvalError::invalid("broadcast view"));
+    };
     if map.len() != a.dims.len() {
         return Err(EvalError::invalid(
             "broadcast dimensions do not match the operand rank",

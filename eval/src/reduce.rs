@@ -53,7 +53,10 @@ pub fn reduce(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult
         ));
     }
     let mut red = vec![false; rank];
-    for &d in inst.attrs.dimensions.as_deref().unwrap_or(&[]) {
+    let hlo::View::Reduce { dimensions, .. } = inst.view() else {
+        return Err(EvalError::invalid("reduce without to_apply"));
+    };
+    for &d in dimensions {
         let d = usize::try_from(d)
             .ok()
             .filter(|&d| d < rank)

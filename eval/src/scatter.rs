@@ -16,16 +16,13 @@ use crate::reduce::split_result;
 use crate::util::{index_map, mk, operand, put, scalar_of, strides, take, to_i64_vec};
 use hlo::ir::{CompId, Instruction};
 use hlo::literal::{ArrayData, ArrayLiteral, Literal};
-use hlo::opcode::Opcode;
 use std::collections::HashMap;
 
 /// True if `comp` is `(p0, p1) -> p1`.
 fn is_overwrite(cx: &Ctx<'_>, comp: CompId) -> bool {
     cx.computation(comp).is_ok_and(|c| {
         let root = &c.insts[c.root];
-        root.opcode == Opcode::Parameter
-            && root.attrs.parameter_number == Some(1)
-            && c.parameters().len() == 2
+        root.parameter_number() == Some(1) && c.parameters().len() == 2
     })
 }
 

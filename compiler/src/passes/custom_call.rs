@@ -67,7 +67,10 @@ ENTRY main {
             .entry()
             .insts
             .values()
-            .filter_map(|i| i.attrs.custom_call_target.clone())
+            .filter_map(|i| match i.view() {
+                hlo::View::CustomCall { target } => Some(target.to_string()),
+                _ => None,
+            })
             .collect();
         assert_eq!(targets, vec!["my_custom_op".to_string()]);
     }

@@ -92,7 +92,10 @@ fn identity(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
         [x] => Ok((*x).clone()),
         _ => Err(EvalError::invalid(format!(
             "custom-call {:?} takes one operand, got {}",
-            inst.attrs.custom_call_target,
+            match inst.view() {
+                hlo::View::CustomCall { target } => Some(target),
+                _ => None,
+            },
             ops.len()
         ))),
     }
