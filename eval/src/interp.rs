@@ -537,7 +537,7 @@ impl<'a> Ctx<'a> {
 
     /// Runs a collective through the runtime, with `to_apply` as the elementwise combiner.
     fn collective(&mut self, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-        let to_apply = inst.attrs.to_apply;
+        let to_apply = crate::runtime::collective_view(inst)?.to_apply;
         let binop = to_apply.and_then(|c| self.binop_of(c));
         let module = self.module;
         let opts = self.opts;

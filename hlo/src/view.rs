@@ -16,6 +16,10 @@
 //! | `algorithm` of rng-bit-generator | `RNG_DEFAULT` |
 //! | `index_vector_dim` of gather/scatter | the rank of the indices (XLA's implicit trailing 1); gather's and scatter's dimension numbers are resolved against their shapes in [`crate::indexing`] |
 //! | `channel_id` | none (`0` where a key is needed) |
+//! | `replica_groups` of a collective | none: every device in one group |
+//! | `use_global_device_ids`, `is_host_transfer` | false |
+//! | `dimensions` of a collective, `source_target_pairs` | none (an empty list) |
+//! | `outfeed_shape` | none (the value is not checked) |
 //! | `type` of compare | none: the element type's own order (FLOAT for floating point, SIGNED or UNSIGNED for integers), resolved where the element type is known |
 //! | `dimensions` of reduce, map, broadcast, transpose, reverse | none (an empty list) |
 //! | `window` of reduce-window, select-and-scatter | none (an empty list) |
@@ -26,18 +30,19 @@
 //!
 //! An attribute the verifier requires (a parameter's number, a get-tuple-element's index, a
 //! compare's direction, a convolution's `dim_labels`, a called computation, a constant's
-//! literal, a concatenate's dimension, an rng's distribution, ...) that is missing or out of range gives
-//! [`View::Malformed`] naming it: the verifier reports it, and a consumer of a verified module
+//! literal, a concatenate's dimension, an rng's distribution, ...) that is missing or out of
+//! range gives [`View::Malformed`] naming it: the verifier reports it, and a consumer of a verified module
 //! treats it as an internal error. Opcodes without attributes of their own are
 //! [`View::Plain`]. The set of variants grows as consumers move from `attrs` to views.
 
 use crate::attrs::{
-    Attrs, ComparisonDirection, ComparisonType, ConvDims, FftType, PadDim, Precision, RngAlgorithm,
-    RngDistribution, SliceDim, TriangularSolveOptions, WindowDim,
+    Attrs, ComparisonDirection, ComparisonType, ConvDims, FftType, PadDim, Precision,
+    ReplicaGroups, RngAlgorithm, RngDistribution, SliceDim, TriangularSolveOptions, WindowDim,
 };
 use crate::ir::{CompId, Instruction};
 use crate::literal::Literal;
 use crate::opcode::Opcode;
+use crate::shape::Shape;
 
 /// A convolution's attributes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -67,6 +72,25 @@ pub struct DotView<'a> {
     pub rhs_contracting: &'a [i64],
     /// Precision per operand (empty: DEFAULT for both).
     pub precision: &'a [Precision],
+}
+
+/// A collective's attributes (all-reduce, all-gather, reduce-scatter, all-to-all,
+/// ragged-all-to-all, collective-broadcast, collective-permute and the `-start` forms).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CollectiveView<'a> {
+    /// `replica_groups=` (`None`: every device in one group).
+    pub replica_groups: Option<&'a ReplicaGroups>,
+    /// `channel_id=` (`None`: a cross-replica collective, known by its instruction).
+    pub channel_id: Option<i64>,
+    /// `use_global_device_ids=` (default false).
+    pub use_global_device_ids: bool,
+    /// The combiner of all-reduce and reduce-scatter (`None` for the others).
+    pub to_apply: Option<CompId>,
+    /// `dimensions=` of all-gather, reduce-scatter and all-to-all (empty: none given; the
+    /// tuple form of all-to-all).
+    pub dimensions: &'a [i64],
+    /// `source_target_pairs=` of collective-permute (empty: none given).
+    pub source_target_pairs: &'a [(i64, i64)],
 }
 
 /// The branches of a `conditional`.
@@ -235,6 +259,20 @@ pub enum View<'a> {
         fft_type: FftType,
         /// The transformed lengths (innermost dimensions).
         fft_length: &'a [i64],
+    },
+    /// A collective (see [`CollectiveView`]).
+    Collective(CollectiveView<'a>),
+    /// `send`, `recv`, `send-done`, `recv-done`.
+    Transfer {
+        /// `channel_id=` (`None`: the verifier reports a device transfer without one).
+        channel_id: Option<i64>,
+        /// With the host rather than another device (default false).
+        is_host_transfer: bool,
+    },
+    /// `outfeed(value, token), outfeed_shape=S`.
+    Outfeed {
+        /// The declared shape of the value (`None`: not declared).
+        shape: Option<&'a Shape>,
     },
     /// `custom-call(...), custom_call_target="T"`.
     CustomCall {
@@ -410,6 +448,32 @@ impl<'a> View<'a> {
             Opcode::Fft => need(a.fft_type, "fft fft_type").map(|fft_type| View::Fft {
                 fft_type,
                 fft_length: list(&a.fft_length),
+            }),
+            Opcode::AllReduce
+            | Opcode::AllReduceStart
+            | Opcode::AllGather
+            | Opcode::AllGatherStart
+            | Opcode::ReduceScatter
+            | Opcode::AllToAll
+            | Opcode::RaggedAllToAll
+            | Opcode::CollectiveBroadcast
+            | Opcode::CollectivePermute
+            | Opcode::CollectivePermuteStart => Ok(View::Collective(CollectiveView {
+                replica_groups: a.replica_groups.as_ref(),
+                channel_id: a.channel_id,
+                use_global_device_ids: a.use_global_device_ids.unwrap_or(false),
+                to_apply: a.to_apply,
+                dimensions: list(&a.dimensions),
+                source_target_pairs: list(&a.source_target_pairs),
+            })),
+            Opcode::Send | Opcode::Recv | Opcode::SendDone | Opcode::RecvDone => {
+                Ok(View::Transfer {
+                    channel_id: a.channel_id,
+                    is_host_transfer: a.is_host_transfer.unwrap_or(false),
+                })
+            }
+            Opcode::Outfeed => Ok(View::Outfeed {
+                shape: a.outfeed_shape.as_ref(),
             }),
             Opcode::CustomCall => need(
                 a.custom_call_target.as_deref(),
