@@ -136,13 +136,11 @@ pub fn dynamic_reshape(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal>
 }
 
 fn the_dim(inst: &Instruction, rank: usize) -> EResult<usize> {
-    let d = inst
-        .attrs
-        .dimensions
-        .as_deref()
-        .and_then(|d| d.first().copied());
-    d.and_then(|d| usize::try_from(d).ok())
-        .filter(|&d| d < rank)
+    let d = match inst.view() {
+        hlo::View::DimensionSize { dimension } => Some(dimension),
+        _ => None,
+    };
+    d.filter(|&d| d < rank)
         .ok_or_else(|| EvalError::invalid("missing or out-of-range dimensions={d}"))
 }
 

@@ -407,9 +407,7 @@ impl<'a> Ctx<'a> {
         }
         match inst.opcode {
             O::Constant => inst
-                .attrs
-                .literal
-                .as_deref()
+                .literal()
                 .cloned()
                 .ok_or_else(|| EvalError::invalid("constant without a value")),
             O::Parameter => Err(EvalError::invalid("parameter evaluated as an operation")),
@@ -635,11 +633,11 @@ fn tuple_element(v: &Literal, i: usize) -> EResult<Literal> {
 }
 
 fn get_tuple_element(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    let i = inst
-        .attrs
-        .index
-        .ok_or_else(|| EvalError::invalid("get-tuple-element without index"))?;
-    let i = usize::try_from(i).map_err(|_| EvalError::invalid(format!("negative index {i}")))?;
+    let hlo::View::GetTupleElement { index: i } = inst.view() else {
+        return Err(EvalError::invalid(
+            "get-tuple-element without index (or a negative one)",
+        ));
+    };
     let v = ops
         .first()
         .ok_or_else(|| EvalError::invalid("missing operand"))?;

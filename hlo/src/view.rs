@@ -25,6 +25,8 @@
 //! | `window` of reduce-window, select-and-scatter | none (an empty list) |
 //! | `slice` of slice, `padding` of pad, `dynamic_slice_sizes` | none (an empty list) |
 //! | `fft_length` of fft | none (an empty list) |
+//! | `dimensions` of sort | 0 |
+//! | `is_stable` of sort | false |
 //! | the called computation of call and fusion | call: `to_apply=`, else `calls=`; fusion: `calls=`, else `to_apply=` |
 //! | the branches of conditional | `branch_computations=` if present, else `true_computation=`/`false_computation=` |
 //!
@@ -181,6 +183,15 @@ pub enum View<'a> {
     /// `scatter(...), to_apply=f` (the dimension numbers: [`crate::indexing`]).
     Scatter {
         /// Combines an operand element with an update.
+        to_apply: CompId,
+    },
+    /// `sort(xs), dimensions={d}, is_stable=B, to_apply=f`.
+    Sort {
+        /// The sorted dimension (default 0).
+        dimension: usize,
+        /// Equal elements keep their order (default false).
+        is_stable: bool,
+        /// The comparator.
         to_apply: CompId,
     },
     /// `call(...)` and `fusion(...)`: the computation called (see the module docs).
@@ -373,6 +384,21 @@ impl<'a> View<'a> {
             Opcode::Scatter => {
                 need(a.to_apply, "scatter to_apply").map(|to_apply| View::Scatter { to_apply })
             }
+            Opcode::Sort => match (
+                a.to_apply,
+                index(
+                    Some(list(&a.dimensions).first().copied().unwrap_or(0)),
+                    "sort dimension",
+                ),
+            ) {
+                (Some(to_apply), Ok(dimension)) => Ok(View::Sort {
+                    dimension,
+                    is_stable: a.is_stable.unwrap_or(false),
+                    to_apply,
+                }),
+                (None, _) => Err(View::Malformed("sort to_apply")),
+                (_, Err(e)) => Err(e),
+            },
             Opcode::Call => {
                 need(a.to_apply.or(a.calls), "call to_apply").map(|callee| View::Call { callee })
             }

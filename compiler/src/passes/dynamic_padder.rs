@@ -155,14 +155,10 @@ impl Pass for DynamicPadder {
                     if dyn_ops[1].is_some() {
                         continue;
                     }
-                    let rd: Vec<usize> = i
-                        .attrs
-                        .dimensions
-                        .clone()
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|&d| d as usize)
-                        .collect();
+                    let hlo::View::Reduce { dimensions, .. } = i.view() else {
+                        continue;
+                    };
+                    let rd: Vec<usize> = dimensions.iter().map(|&d| d as usize).collect();
                     let dims = rw.arr(p.arr)?.dims;
                     let mut keep: Option<InstId> = None;
                     for &d in &rd {
