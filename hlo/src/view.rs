@@ -27,7 +27,7 @@
 //! | `fft_length` of fft | none (an empty list) |
 //! | `dimensions` of sort | 0 |
 //! | `is_stable` of sort | false |
-//! | the called computation of call and fusion | call: `to_apply=`, else `calls=`; fusion: `calls=`, else `to_apply=` |
+//! | the called computation of call, fusion and async-start | call: `to_apply=`, else `calls=`; fusion: `calls=`, else `to_apply=`; async-start: `calls=` |
 //! | the branches of conditional | `branch_computations=` if present, else `true_computation=`/`false_computation=` |
 //!
 //! An attribute the verifier requires (a parameter's number, a get-tuple-element's index, a
@@ -194,7 +194,8 @@ pub enum View<'a> {
         /// The comparator.
         to_apply: CompId,
     },
-    /// `call(...)` and `fusion(...)`: the computation called (see the module docs).
+    /// `call(...)`, `fusion(...)` and `async-start(...)`: the computation called (see the
+    /// module docs).
     Call {
         /// The callee.
         callee: CompId,
@@ -402,6 +403,9 @@ impl<'a> View<'a> {
             Opcode::Call => {
                 need(a.to_apply.or(a.calls), "call to_apply").map(|callee| View::Call { callee })
             }
+            Opcode::AsyncStart => {
+                need(a.calls, "async-start calls").map(|callee| View::Call { callee })
+            }
             Opcode::Fusion => {
                 need(a.calls.or(a.to_apply), "fusion calls").map(|callee| View::Call { callee })
             }
@@ -605,6 +609,47 @@ mod tests {
     }
 
     #[test]
+    fn sort_compare_dot_and_collective_defaults() {
+        let t = "HloModule m\nlt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \
+                 ROOT lt = pred[] compare(a, b), direction=LT\n}\nadd {\n  p = f32[] parameter(0)\n  \
+                 q = f32[] parameter(1)\n  ROOT t = f32[] add(p, q)\n}\nENTRY e {\n  \
+                 x = f32[4] parameter(0)\n  s = f32[4] sort(x), dimensions={0}, to_apply=lt\n  \
+                 c = pred[4] compare(x, s), direction=LT, type=TOTALORDER\n  \
+                 d = f32[] dot(x, s), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n  \
+                 ROOT r = f32[4] all-reduce(x), to_apply=add\n}\n";
+        let View::Sort {
+            dimension,
+            is_stable,
+            ..
+        } = entry_inst(t, "s").view()
+        else {
+            panic!("sort view");
+        };
+        assert_eq!((dimension, is_stable), (0, false));
+        assert_eq!(
+            entry_inst(t, "c").view(),
+            View::Compare {
+                direction: ComparisonDirection::Lt,
+                comparison_type: Some(ComparisonType::TotalOrder)
+            }
+        );
+        let dot = entry_inst(t, "d");
+        let View::Dot(d) = dot.view() else {
+            panic!("dot view");
+        };
+        assert!(d.lhs_batch.is_empty() && d.precision.is_empty());
+        assert_eq!((d.lhs_contracting, d.rhs_contracting), (&[0][..], &[0][..]));
+        let ar = entry_inst(t, "r");
+        let View::Collective(c) = ar.view() else {
+            panic!("collective view");
+        };
+        assert_eq!(c.replica_groups, None);
+        assert_eq!(c.channel_id, None);
+        assert!(!c.use_global_device_ids && c.dimensions.is_empty());
+        assert!(c.to_apply.is_some());
+    }
+
+    #[test]
     fn a_missing_required_attribute_is_malformed_not_a_default() {
         let mut p = entry_inst(
             "HloModule m\nENTRY e {\n  ROOT x = f32[5] parameter(0)\n}\n",
@@ -613,5 +658,10 @@ mod tests {
         p.attrs = crate::attrs::AttrBox::new(crate::Attrs::default());
         assert_eq!(p.view(), View::Malformed("parameter number"));
         assert_eq!(p.parameter_number(), None);
+        let mut r = p.clone();
+        r.opcode = Opcode::Reduce;
+        assert_eq!(r.view(), View::Malformed("reduce to_apply"));
+        r.opcode = Opcode::Concatenate;
+        assert_eq!(r.view(), View::Malformed("concatenate dimension"));
     }
 }
