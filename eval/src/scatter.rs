@@ -103,10 +103,9 @@ pub fn scatter(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResul
         ));
     }
     let pairs = targets(inst, operands[0], ind, updates[0])?;
-    let comp = inst
-        .attrs
-        .to_apply
-        .ok_or_else(|| EvalError::invalid("scatter without to_apply"))?;
+    let hlo::View::Scatter { to_apply: comp } = inst.view() else {
+        return Err(EvalError::invalid("scatter without to_apply"));
+    };
     let mut outs: Vec<ArrayData> = operands.iter().map(|o| o.data.clone()).collect();
     if n == 1 && is_overwrite(cx, comp) {
         let (di, si): (Vec<usize>, Vec<usize>) = pairs.into_iter().unzip();

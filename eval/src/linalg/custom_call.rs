@@ -63,11 +63,9 @@ impl CustomCallRegistry {
 
     /// Evaluates a custom-call instruction.
     pub fn call(&self, inst: &Instruction, operands: &[&Literal]) -> EResult<Literal> {
-        let target = inst
-            .attrs
-            .custom_call_target
-            .as_deref()
-            .ok_or_else(|| EvalError::invalid("custom-call without custom_call_target"))?;
+        let hlo::View::CustomCall { target } = inst.view() else {
+            return Err(EvalError::invalid("custom-call without custom_call_target"));
+        };
         match self.map.get(target) {
             Some(f) => {
                 let v = f(inst, operands)?;

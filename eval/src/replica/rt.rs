@@ -132,7 +132,7 @@ impl<'h> ReplicaRuntime<'h> {
         })?;
         let what = format!(
             "{kind}{} over replicas {}, occurrence #{}",
-            inst.attrs
+            collective_view(inst)?
                 .channel_id
                 .map(|c| format!(" channel {c}"))
                 .unwrap_or_default(),
