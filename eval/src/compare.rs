@@ -125,10 +125,13 @@ pub fn compare_data(
 /// `compare(a, b), direction=.., type=..`.
 pub fn compare(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let (a, b) = (operand(ops, 0)?, operand(ops, 1)?);
-    let dir = inst
-        .attrs
-        .direction
-        .ok_or_else(|| EvalError::invalid("compare without direction"))?;
+    let hlo::View::Compare {
+        direction: dir,
+        comparison_type,
+    } = inst.view()
+    else {
+        return Err(EvalError::invalid("compare without direction"));
+    };
     let (ad, bd, dims) = if a.dims == b.dims {
         (a.data.clone(), b.data.clone(), a.dims.clone())
     } else if a.dims.is_empty() {
@@ -143,7 +146,7 @@ pub fn compare(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     };
     mk(
         dims,
-        ArrayData::Pred(compare_data(&ad, &bd, dir, inst.attrs.comparison_type)?),
+        ArrayData::Pred(compare_data(&ad, &bd, dir, comparison_type)?),
     )
 }
 

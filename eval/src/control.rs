@@ -7,7 +7,6 @@ use crate::interp::Ctx;
 use crate::util::{array, scalar_i64};
 use hlo::ir::Instruction;
 use hlo::literal::{ArrayData, Literal};
-use hlo::opcode::Opcode;
 use hlo::shape::Shape;
 
 fn args(ops: &[&Literal]) -> Vec<Literal> {
@@ -16,11 +15,12 @@ fn args(ops: &[&Literal]) -> Vec<Literal> {
 
 /// `call(...), to_apply=f` (also composite calls) and `fusion(...), calls=f`.
 pub fn call(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    let comp = match inst.opcode {
-        Opcode::Fusion => inst.attrs.calls.or(inst.attrs.to_apply),
-        _ => inst.attrs.to_apply.or(inst.attrs.calls),
-    }
-    .ok_or_else(|| EvalError::invalid(format!("{} without a called computation", inst.opcode)))?;
+    let hlo::View::Call { callee: comp } = inst.view() else {
+        return Err(EvalError::invalid(format!(
+            "{} without a called computation",
+            inst.opcode
+        )));
+    };
     cx.call(comp, args(ops))
 }
 
@@ -33,14 +33,13 @@ fn pred_value(l: &Literal) -> EResult<bool> {
 
 /// `while(init), condition=c, body=b`.
 pub fn while_loop(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    let c = inst
-        .attrs
-        .condition
-        .ok_or_else(|| EvalError::invalid("while without condition"))?;
-    let b = inst
-        .attrs
-        .body
-        .ok_or_else(|| EvalError::invalid("while without body"))?;
+    let hlo::View::While {
+        condition: c,
+        body: b,
+    } = inst.view()
+    else {
+        return Err(EvalError::invalid("while without condition or body"));
+    };
     let mut state = (*ops
         .first()
         .ok_or_else(|| EvalError::invalid("while without operand"))?)
@@ -60,17 +59,16 @@ pub fn conditional(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> ER
     let sel = ops
         .first()
         .ok_or_else(|| EvalError::invalid("conditional without selector"))?;
-    let at = &inst.attrs;
+    let branches = match inst.view() {
+        hlo::View::Conditional(b) => Some(b),
+        _ => None,
+    };
     let is_pred = matches!(array(sel)?.data, ArrayData::Pred(_));
     let (comp, arg_pos) = if is_pred {
         let p = pred_value(sel)?;
-        let (t, f) = match (
-            &at.true_computation,
-            &at.false_computation,
-            &at.branch_computations,
-        ) {
-            (Some(t), Some(f), _) => (*t, *f),
-            (_, _, Some(b)) if b.len() == 2 => (b[0], b[1]),
+        let (t, f) = match branches {
+            Some(hlo::Branches::Pred { on_true, on_false }) => (on_true, on_false),
+            Some(hlo::Branches::Index(&[t, f])) => (t, f),
             _ => {
                 return Err(EvalError::invalid(
                     "predicated conditional without true/false computations",
@@ -83,11 +81,12 @@ pub fn conditional(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> ER
             (f, 2)
         }
     } else {
-        let branches = at
-            .branch_computations
-            .as_deref()
-            .filter(|b| !b.is_empty())
-            .ok_or_else(|| EvalError::invalid("indexed conditional without branch_computations"))?;
+        let branches = match branches {
+            Some(hlo::Branches::Index(b)) => Some(b),
+            _ => None,
+        }
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| EvalError::invalid("indexed conditional without branch_computations"))?;
         let i = scalar_i64(sel)?;
         let last = branches.len() - 1;
         let i = if i < 0 || i as u64 > last as u64 {
@@ -105,10 +104,9 @@ pub fn conditional(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> ER
 
 /// `async-start(...), calls=f`: runs `f` now; the result is `((operands...), result, ctx...)`.
 pub fn async_start(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    let comp = inst
-        .attrs
-        .calls
-        .ok_or_else(|| EvalError::invalid("async-start without calls="))?;
+    let hlo::View::Call { callee: comp } = inst.view() else {
+        return Err(EvalError::invalid("async-start without calls="));
+    };
     let result = cx.call(comp, args(ops))?;
     let mut elems = vec![Literal::Tuple(args(ops)), result];
     if let Shape::Tuple(parts) = &inst.shape {

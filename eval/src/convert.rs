@@ -216,14 +216,13 @@ fn reduce_bits(x: u64, nbits: u32, src_exp: u32, src_mant: u32, exp: u32, mant: 
 /// smaller format, overflow to ±inf, values below its smallest normal to ±0, NaN kept.
 pub fn reduce_precision(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
-    let e = inst
-        .attrs
-        .exponent_bits
-        .ok_or_else(|| EvalError::invalid("missing exponent_bits"))?;
-    let m = inst
-        .attrs
-        .mantissa_bits
-        .ok_or_else(|| EvalError::invalid("missing mantissa_bits"))?;
+    let hlo::View::ReducePrecision {
+        exponent_bits: e,
+        mantissa_bits: m,
+    } = inst.view()
+    else {
+        return Err(EvalError::invalid("missing exponent_bits or mantissa_bits"));
+    };
     if e < 1 || m < 0 {
         return Err(EvalError::invalid(format!(
             "exponent_bits={e} mantissa_bits={m}"

@@ -11,8 +11,8 @@
 
 use crate::error::{EResult, EvalError};
 use crate::util::{
-    index_map, mk, operand, out_array, put, scalar_i64, shape_dims, strides, take, take_or_fill,
-    to_i64_vec, FILL,
+    index_map, mk, operand, out_array, put, scalar_i64, strides, take, take_or_fill, to_i64_vec,
+    FILL,
 };
 use hlo::ir::Instruction;
 use hlo::literal::{ArrayData, ArrayLiteral, Literal};
@@ -58,13 +58,13 @@ fn clamp_starts(starts: &[i64], dims: &[usize], sizes: &[usize]) -> EResult<Vec<
 /// `dynamic-slice(x, i0, i1, ...), dynamic_slice_sizes={...}`.
 pub fn dynamic_slice(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
-    let sizes: Vec<usize> = match &inst.attrs.dynamic_slice_sizes {
-        Some(s) => s
-            .iter()
-            .map(|&z| usize::try_from(z).map_err(|_| EvalError::invalid("negative size")))
-            .collect::<EResult<_>>()?,
-        None => shape_dims(out_array(&inst.shape)?)?,
+    let hlo::View::DynamicSlice { sizes } = inst.view() else {
+        return Err(EvalError::invalid("dynamic-slice view"));
     };
+    let sizes: Vec<usize> = sizes
+        .iter()
+        .map(|&z| usize::try_from(z).map_err(|_| EvalError::invalid("negative size")))
+        .collect::<EResult<_>>()?;
     if sizes.len() != a.dims.len() {
         return Err(EvalError::invalid(
             "dynamic_slice_sizes rank does not match the operand",
@@ -136,13 +136,11 @@ pub fn dynamic_reshape(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal>
 }
 
 fn the_dim(inst: &Instruction, rank: usize) -> EResult<usize> {
-    let d = inst
-        .attrs
-        .dimensions
-        .as_deref()
-        .and_then(|d| d.first().copied());
-    d.and_then(|d| usize::try_from(d).ok())
-        .filter(|&d| d < rank)
+    let d = match inst.view() {
+        hlo::View::DimensionSize { dimension } => Some(dimension),
+        _ => None,
+    };
+    d.filter(|&d| d < rank)
         .ok_or_else(|| EvalError::invalid("missing or out-of-range dimensions={d}"))
 }
 

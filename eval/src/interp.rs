@@ -125,7 +125,7 @@ fn plan_of(comp: &Computation) -> Result<Plan, String> {
     last_use[comp.root.index()] = usize::MAX;
     let params = comp.parameters();
     for (i, &p) in params.iter().enumerate() {
-        if comp.insts[p].attrs.parameter_number != Some(i as i64) {
+        if comp.insts[p].parameter_number() != Some(i) {
             return Err(format!(
                 "computation {} has parameter numbers with gaps",
                 comp.name
@@ -407,9 +407,7 @@ impl<'a> Ctx<'a> {
         }
         match inst.opcode {
             O::Constant => inst
-                .attrs
-                .literal
-                .as_deref()
+                .literal()
                 .cloned()
                 .ok_or_else(|| EvalError::invalid("constant without a value")),
             O::Parameter => Err(EvalError::invalid("parameter evaluated as an operation")),
@@ -537,7 +535,7 @@ impl<'a> Ctx<'a> {
 
     /// Runs a collective through the runtime, with `to_apply` as the elementwise combiner.
     fn collective(&mut self, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-        let to_apply = inst.attrs.to_apply;
+        let to_apply = crate::runtime::collective_view(inst)?.to_apply;
         let binop = to_apply.and_then(|c| self.binop_of(c));
         let module = self.module;
         let opts = self.opts;
@@ -635,11 +633,11 @@ fn tuple_element(v: &Literal, i: usize) -> EResult<Literal> {
 }
 
 fn get_tuple_element(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
-    let i = inst
-        .attrs
-        .index
-        .ok_or_else(|| EvalError::invalid("get-tuple-element without index"))?;
-    let i = usize::try_from(i).map_err(|_| EvalError::invalid(format!("negative index {i}")))?;
+    let hlo::View::GetTupleElement { index: i } = inst.view() else {
+        return Err(EvalError::invalid(
+            "get-tuple-element without index (or a negative one)",
+        ));
+    };
     let v = ops
         .first()
         .ok_or_else(|| EvalError::invalid("missing operand"))?;

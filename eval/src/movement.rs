@@ -17,13 +17,6 @@ use hlo::ir::Instruction;
 use hlo::literal::{ArrayData, ArrayLiteral, Literal};
 use hlo::shape::{Layout, Shape};
 
-fn dims_attr(inst: &Instruction) -> EResult<&[i64]> {
-    inst.attrs
-        .dimensions
-        .as_deref()
-        .ok_or_else(|| EvalError::invalid(format!("{} without dimensions", inst.opcode)))
-}
-
 fn udim(d: i64, rank: usize) -> EResult<usize> {
     usize::try_from(d)
         .ok()
@@ -79,7 +72,10 @@ fn perm_of(dims: &[i64], rank: usize) -> EResult<Vec<usize>> {
 /// `transpose(x), dimensions={...}`.
 pub fn transpose(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
-    let perm = perm_of(dims_attr(inst)?, a.dims.len())?;
+    let hlo::View::Transpose { permutation } = inst.view() else {
+        return Err(EvalError::invalid("transpose view"));
+    };
+    let perm = perm_of(permutation, a.dims.len())?;
     Ok(Literal::Array(transpose_lit(a, &perm)?))
 }
 
@@ -87,7 +83,9 @@ pub fn transpose(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
 pub fn broadcast(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
     let out_dims = shape_dims(out_array(&inst.shape)?)?;
-    let map = inst.attrs.dimensions.clone().unwrap_or_default();
+    let hlo::View::Broadcast { dimensions: map } = inst.view() else {
+        return Err(EvalError::invalid("broadcast view"));
+    };
     if map.len() != a.dims.len() {
         return Err(EvalError::invalid(
             "broadcast dimensions do not match the operand rank",
@@ -131,7 +129,10 @@ pub fn reverse(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
     let rank = a.dims.len();
     let mut rev = vec![false; rank];
-    for &d in dims_attr(inst)? {
+    let hlo::View::Reverse { dimensions } = inst.view() else {
+        return Err(EvalError::invalid("reverse view"));
+    };
+    for &d in dimensions {
         rev[udim(d, rank)?] = true;
     }
     let st = strides(&a.dims);
@@ -147,11 +148,9 @@ pub fn reverse(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
 /// `slice(x), slice={[start:limit:stride], ...}`.
 pub fn slice(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
-    let sl = inst
-        .attrs
-        .slice
-        .as_deref()
-        .ok_or_else(|| EvalError::invalid("slice without slice="))?;
+    let hlo::View::Slice { slice: sl } = inst.view() else {
+        return Err(EvalError::invalid("slice without slice="));
+    };
     if sl.len() != a.dims.len() {
         return Err(EvalError::invalid("slice rank does not match the operand"));
     }
@@ -179,11 +178,9 @@ pub fn slice(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
 /// `pad(x, v), padding=lo_hi_interior x ...` (negative lo/hi remove elements).
 pub fn pad(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let (a, v) = (operand(ops, 0)?, operand(ops, 1)?);
-    let cfg = inst
-        .attrs
-        .padding
-        .as_deref()
-        .ok_or_else(|| EvalError::invalid("pad without padding="))?;
+    let hlo::View::Pad { padding: cfg } = inst.view() else {
+        return Err(EvalError::invalid("pad without padding="));
+    };
     if cfg.len() != a.dims.len() || v.data.len() != 1 {
         return Err(EvalError::invalid("pad config rank or padding value shape"));
     }
@@ -222,9 +219,10 @@ pub fn concatenate(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let first = operand(ops, 0)?;
     let rank = first.dims.len();
     let d = udim(
-        *dims_attr(inst)?
-            .first()
-            .ok_or_else(|| EvalError::invalid("no dimension"))?,
+        match inst.view() {
+            hlo::View::Concatenate { dimension } => dimension as i64,
+            _ => return Err(EvalError::invalid("no dimension")),
+        },
         rank,
     )?;
     let mut all = first.data.clone();

@@ -14,10 +14,15 @@ use crate::util::{array, concat_data, mk, operand, scalar_of, slice_data};
 use hlo::ir::{CompId, Instruction};
 use hlo::literal::{ArrayData, ArrayLiteral, Literal};
 
+/// The `to_apply` of a reduce or map.
 fn comp_of(inst: &Instruction) -> EResult<CompId> {
-    inst.attrs
-        .to_apply
-        .ok_or_else(|| EvalError::invalid(format!("{} without to_apply", inst.opcode)))
+    match inst.view() {
+        hlo::View::Reduce { to_apply, .. } | hlo::View::Map { to_apply, .. } => Ok(to_apply),
+        _ => Err(EvalError::invalid(format!(
+            "{} without to_apply",
+            inst.opcode
+        ))),
+    }
 }
 
 /// Splits a computation result into `n` scalars (a tuple of `n`, or one array when `n == 1`).
@@ -53,7 +58,10 @@ pub fn reduce(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult
         ));
     }
     let mut red = vec![false; rank];
-    for &d in inst.attrs.dimensions.as_deref().unwrap_or(&[]) {
+    let hlo::View::Reduce { dimensions, .. } = inst.view() else {
+        return Err(EvalError::invalid("reduce without to_apply"));
+    };
+    for &d in dimensions {
         let d = usize::try_from(d)
             .ok()
             .filter(|&d| d < rank)

@@ -98,13 +98,35 @@ impl SingleReplica {
     }
 }
 
+/// The attributes of collective `inst`.
+pub(crate) fn collective_view(inst: &Instruction) -> EResult<hlo::CollectiveView<'_>> {
+    match inst.view() {
+        hlo::View::Collective(c) => Ok(c),
+        _ => Err(EvalError::invalid(format!(
+            "{} is not a collective",
+            inst.opcode
+        ))),
+    }
+}
+
+/// `(channel_id, is_host_transfer)` of a send or recv (`(None, false)` for other opcodes).
+pub(crate) fn transfer(inst: &Instruction) -> (Option<i64>, bool) {
+    match inst.view() {
+        hlo::View::Transfer {
+            channel_id,
+            is_host_transfer,
+        } => (channel_id, is_host_transfer),
+        _ => (None, false),
+    }
+}
+
 fn channel(inst: &Instruction) -> i64 {
-    inst.attrs.channel_id.unwrap_or(0)
+    transfer(inst).0.unwrap_or(0)
 }
 
 /// Checks that every replica group of `inst` is `{0}` (or that there are no groups).
 fn check_groups_of_one(inst: &Instruction) -> EResult<()> {
-    if let Some(g) = &inst.attrs.replica_groups {
+    if let Some(g) = collective_view(inst)?.replica_groups {
         let groups = g
             .expand()
             .ok_or_else(|| EvalError::invalid("malformed replica_groups"))?;
@@ -154,7 +176,7 @@ impl Runtime for SingleReplica {
             | O::AllToAll
             | O::CollectiveBroadcast => Ok(one_or_tuple(vals)),
             O::CollectivePermute | O::CollectivePermuteStart => {
-                let pairs = inst.attrs.source_target_pairs.clone().unwrap_or_default();
+                let pairs = collective_view(inst)?.source_target_pairs;
                 if let Some(&(s, t)) = pairs.iter().find(|&&(s, t)| s != 0 || t != 0) {
                     return Err(EvalError::bad_input(format!(
                         "collective-permute pair {{{s},{t}}} names a replica other than 0 in a one-replica run"
@@ -202,7 +224,7 @@ impl Runtime for SingleReplica {
     }
 
     fn send(&mut self, inst: &Instruction, value: &Literal) -> EResult<()> {
-        if inst.attrs.is_host_transfer != Some(true) {
+        if !transfer(inst).1 {
             return Err(EvalError::Deadlock(format!(
                 "send %{} on channel {} has no receiving replica in a one-replica run",
                 inst.name,
@@ -215,7 +237,7 @@ impl Runtime for SingleReplica {
 
     fn recv(&mut self, inst: &Instruction, shape: &Shape) -> EResult<Literal> {
         let ch = channel(inst);
-        if inst.attrs.is_host_transfer != Some(true) {
+        if !transfer(inst).1 {
             return Err(EvalError::Deadlock(format!(
                 "recv %{} on channel {ch} has no sending replica in a one-replica run",
                 inst.name

@@ -16,16 +16,13 @@ use crate::reduce::split_result;
 use crate::util::{index_map, mk, operand, put, scalar_of, strides, take, to_i64_vec};
 use hlo::ir::{CompId, Instruction};
 use hlo::literal::{ArrayData, ArrayLiteral, Literal};
-use hlo::opcode::Opcode;
 use std::collections::HashMap;
 
 /// True if `comp` is `(p0, p1) -> p1`.
 fn is_overwrite(cx: &Ctx<'_>, comp: CompId) -> bool {
     cx.computation(comp).is_ok_and(|c| {
         let root = &c.insts[c.root];
-        root.opcode == Opcode::Parameter
-            && root.attrs.parameter_number == Some(1)
-            && c.parameters().len() == 2
+        root.parameter_number() == Some(1) && c.parameters().len() == 2
     })
 }
 
@@ -106,10 +103,9 @@ pub fn scatter(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResul
         ));
     }
     let pairs = targets(inst, operands[0], ind, updates[0])?;
-    let comp = inst
-        .attrs
-        .to_apply
-        .ok_or_else(|| EvalError::invalid("scatter without to_apply"))?;
+    let hlo::View::Scatter { to_apply: comp } = inst.view() else {
+        return Err(EvalError::invalid("scatter without to_apply"));
+    };
     let mut outs: Vec<ArrayData> = operands.iter().map(|o| o.data.clone()).collect();
     if n == 1 && is_overwrite(cx, comp) {
         let (di, si): (Vec<usize>, Vec<usize>) = pairs.into_iter().unzip();

@@ -62,20 +62,21 @@ pub fn sort(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<L
         return Err(EvalError::invalid("sort operands differ in dims"));
     }
     let rank = first.dims.len();
-    let d = inst
-        .attrs
-        .dimensions
-        .as_deref()
-        .and_then(|d| d.first().copied())
-        .unwrap_or(0);
-    let d = usize::try_from(d)
-        .ok()
-        .filter(|&x| x < rank.max(1))
-        .ok_or_else(|| EvalError::invalid(format!("sort dimension {d} out of range")))?;
-    let comp = inst
-        .attrs
-        .to_apply
-        .ok_or_else(|| EvalError::invalid("sort without comparator"))?;
+    let hlo::View::Sort {
+        dimension: d,
+        to_apply: comp,
+        ..
+    } = inst.view()
+    else {
+        return Err(EvalError::invalid(
+            "sort without comparator or with a negative dimension",
+        ));
+    };
+    if d >= rank.max(1) {
+        return Err(EvalError::invalid(format!(
+            "sort dimension {d} out of range"
+        )));
+    }
     if rank == 0 {
         return Ok(if inputs.len() == 1 {
             ops[0].clone()
@@ -155,13 +156,10 @@ fn keys(d: &ArrayData) -> EResult<Vec<i128>> {
 /// their s32 indices.
 pub fn top_k(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
-    let k = inst
-        .attrs
-        .k
-        .ok_or_else(|| EvalError::invalid("topk without k"))?;
-    let hlo::View::TopK { largest, .. } = inst.view() else {
+    let hlo::View::TopK { k, largest } = inst.view() else {
         return Err(EvalError::invalid("not a topk"));
     };
+    let k = k.ok_or_else(|| EvalError::invalid("topk without k"))?;
     let n = *a
         .dims
         .last()

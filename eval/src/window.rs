@@ -14,7 +14,7 @@ use crate::util::{
     array, concat_data, count_of, mk, next_index, operand, put, scalar_of, strides, take,
 };
 use hlo::attrs::WindowDim;
-use hlo::ir::{CompId, Instruction};
+use hlo::ir::Instruction;
 use hlo::literal::{ArrayData, ArrayLiteral, Literal};
 
 /// Window geometry of one evaluation.
@@ -26,10 +26,12 @@ struct Geometry {
 }
 
 impl Geometry {
-    fn new(base: &[usize], win: Option<&[WindowDim]>) -> EResult<Geometry> {
-        let win: Vec<WindowDim> = match win {
-            Some(w) => w.to_vec(),
-            None => base.iter().map(|_| WindowDim::of_size(1)).collect(),
+    /// `win` empty: every dimension of size 1 (a view's absent window).
+    fn new(base: &[usize], win: &[WindowDim]) -> EResult<Geometry> {
+        let win: Vec<WindowDim> = if win.is_empty() {
+            base.iter().map(|_| WindowDim::of_size(1)).collect()
+        } else {
+            win.to_vec()
         };
         if win.len() != base.len() {
             return Err(EvalError::invalid("window rank does not match the operand"));
@@ -179,10 +181,6 @@ impl Geometry {
     }
 }
 
-fn comp(c: Option<CompId>, what: &str) -> EResult<CompId> {
-    c.ok_or_else(|| EvalError::invalid(format!("missing {what} computation")))
-}
-
 /// `reduce-window(x1..xN, init1..initN), window={...}, to_apply=f`.
 pub fn reduce_window(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     if ops.is_empty() || !ops.len().is_multiple_of(2) {
@@ -200,10 +198,16 @@ pub fn reduce_window(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> 
             "reduce-window inputs differ in dims or inits are not scalars",
         ));
     }
-    let g = Geometry::new(&inputs[0].dims, inst.attrs.window.as_deref())?;
+    let hlo::View::ReduceWindow {
+        window,
+        to_apply: f,
+    } = inst.view()
+    else {
+        return Err(EvalError::invalid("missing to_apply computation"));
+    };
+    let g = Geometry::new(&inputs[0].dims, window)?;
     let k = count_of(&g.out, "reduce-window result")?;
     let st = strides(&g.base);
-    let f = comp(inst.attrs.to_apply, "to_apply")?;
     let wins = g.window_positions(cx, &format!("%{}", inst.name))?;
     let outs_pos = g.out_positions();
     if n == 1 {
@@ -274,17 +278,21 @@ pub fn select_and_scatter(
     if init.data.len() != 1 {
         return Err(EvalError::invalid("init value must be a scalar"));
     }
-    let g = Geometry::new(&a.dims, inst.attrs.window.as_deref())?;
+    let hlo::View::SelectAndScatter {
+        window,
+        select: sel,
+        scatter: sct,
+    } = inst.view()
+    else {
+        return Err(EvalError::invalid("missing select or scatter computation"));
+    };
+    let g = Geometry::new(&a.dims, window)?;
     if g.out != src.dims {
         return Err(EvalError::invalid(format!(
             "source dims {:?}, windows give {:?}",
             src.dims, g.out
         )));
     }
-    let (sel, sct) = (
-        comp(inst.attrs.select, "select")?,
-        comp(inst.attrs.scatter, "scatter")?,
-    );
     let st = strides(&g.base);
     let mut out = splat(&init.data, a.data.len());
     let wins = g.window_positions(cx, &format!("%{}", inst.name))?;

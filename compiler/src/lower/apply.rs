@@ -326,7 +326,7 @@ pub(crate) fn apply_comp(
                 vec![a.clone()]
             }
             Opcode::Constant => {
-                let lit = i.attrs.literal.as_deref();
+                let lit = i.literal();
                 let Some(hlo::Literal::Array(a)) = lit else {
                     return Err(l.unsupported(format!("a tuple constant in a {what} computation")));
                 };
@@ -386,10 +386,14 @@ pub(crate) fn apply_comp(
             Opcode::Compare => {
                 let a = one(&vals, ops[0])?;
                 let b = one(&vals, ops[1])?;
-                let total = i.attrs.comparison_type == Some(ComparisonType::TotalOrder);
-                let hlo::View::Compare { direction: dir } = i.view() else {
+                let hlo::View::Compare {
+                    direction: dir,
+                    comparison_type,
+                } = i.view()
+                else {
                     return Err(CompileError::Internal("compare without a direction".into()));
                 };
+                let total = comparison_type == Some(ComparisonType::TotalOrder);
                 let r = l.vcmp(dir, &a, &b, total)?;
                 made.push(r.clone());
                 vec![r]

@@ -128,11 +128,15 @@ fn branch(l: &mut Lowerer<'_>, i: Inst, to: isa::Label) {
 /// Lowers `while`.
 pub fn lower_while(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     let inst = &l.comp().insts[h];
-    let cond = inst
-        .attrs
-        .condition
-        .expect("verified while has a condition");
-    let body = inst.attrs.body.expect("verified while has a body");
+    let hlo::View::While {
+        condition: cond,
+        body,
+    } = inst.view()
+    else {
+        return Err(CompileError::Internal(
+            "while without condition and body".into(),
+        ));
+    };
     let init = l.val(inst.operands[0])?;
     let state = l.like(h, &init)?;
     l.copy_val(&state, &init)?;
@@ -173,20 +177,13 @@ pub fn lower_while(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
 /// Lowers `conditional` (predicate and branch-index forms).
 pub fn lower_conditional(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     let inst = &l.comp().insts[h];
-    let branches: Vec<hlo::CompId> = match (
-        &inst.attrs.branch_computations,
-        inst.attrs.true_computation,
-        inst.attrs.false_computation,
-    ) {
-        (Some(b), _, _) => b.clone(),
-        (None, Some(t), Some(f)) => vec![t, f],
-        _ => {
-            return Err(CompileError::Internal(
-                "conditional without branches".into(),
-            ))
-        }
+    let hlo::View::Conditional(bs) = inst.view() else {
+        return Err(CompileError::Internal(
+            "conditional without branches".into(),
+        ));
     };
-    let pred_form = inst.attrs.branch_computations.is_none();
+    let branches = bs.to_vec();
+    let pred_form = matches!(bs, hlo::Branches::Pred { .. });
     let sel = l.arr(inst.operands[0])?;
     let args: Vec<Val> = inst.operands[1..]
         .iter()

@@ -27,14 +27,13 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if inst.opcode != Opcode::Convolution {
         return Ok(None);
     }
-    let attrs = inst.attrs.clone().into_inner();
     let lhs = l.arr(inst.operands[0])?;
     let rhs = l.arr(inst.operands[1])?;
     let (ty, out_dims) = l.out_shape(h)?;
-    let lab = attrs
-        .dim_labels
-        .clone()
-        .ok_or_else(|| l.unsupported("convolution without dim_labels"))?;
+    let Some(view) = inst.conv() else {
+        return Err(l.unsupported("convolution without dim_labels"));
+    };
+    let lab = view.dims;
     let u = |v: &[i64]| v.iter().map(|&d| d as usize).collect::<Vec<_>>();
     let ns = lab.input_spatial.len();
     let mut lp = vec![lab.input_batch as usize];
@@ -54,17 +53,14 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let cg = rhs.dims[rp[ns]];
     let o = rhs.dims[rp[ns + 1]];
     let out_sp: Vec<usize> = op[1..=ns].iter().map(|&d| out_dims[d]).collect();
-    let Some(view) = inst.conv() else {
-        return Err(crate::CompileError::Internal(
-            "convolution without dim_labels".into(),
-        ));
-    };
     let groups = view.feature_group_count.max(1) as usize;
     let bgroups = view.batch_group_count.max(1) as usize;
-    let win: Vec<WindowDim> = attrs
-        .window
-        .clone()
-        .unwrap_or_else(|| k_sp.iter().map(|&k| WindowDim::of_size(k as i64)).collect());
+    // No window: one window dimension per kernel dimension, of the kernel's size.
+    let win: Vec<WindowDim> = if view.window.is_empty() {
+        k_sp.iter().map(|&k| WindowDim::of_size(k as i64)).collect()
+    } else {
+        view.window.to_vec()
+    };
     let og = o / groups;
     let obg = o / bgroups;
     let nb = n / bgroups;
@@ -102,7 +98,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             ty,
             out_dims,
             &g,
-            attrs.operand_precision.as_deref(),
+            view.precision,
         )
         .map(|b| Some(Val::Array(b)));
     }
@@ -235,7 +231,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 &kmat,
                 (1, rows, kdim, nn),
                 &dst,
-                attrs.operand_precision.as_deref(),
+                view.precision,
             )?;
         } else {
             let part = l.tmp(ty, vec![1, rows, nn])?;
@@ -245,7 +241,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 &kmat,
                 (1, rows, kdim, nn),
                 &part,
-                attrs.operand_precision.as_deref(),
+                view.precision,
             )?;
             l.dma_strided(
                 (isa::Space::Vmem, canon.addr + o0 as u64 * w),
@@ -302,7 +298,7 @@ fn direct(
     ty: ElementType,
     out_dims: Vec<usize>,
     g: &Direct,
-    precision: Option<&[Precision]>,
+    precision: &[Precision],
 ) -> CResult<Buf> {
     let [h_in, w_in] = g.in_sp;
     let [kh_n, kw_n] = g.k_sp;
@@ -715,8 +711,8 @@ fn stream_geometry(c: &hlo::Computation, inst: &hlo::Instruction) -> Option<Dire
     {
         return None;
     }
-    let a = &inst.attrs;
-    let lab = a.dim_labels.as_ref()?;
+    let a = inst.conv()?;
+    let lab = a.dims;
     let id = (
         lab.input_batch,
         lab.input_spatial.as_slice(),
@@ -729,17 +725,19 @@ fn stream_geometry(c: &hlo::Computation, inst: &hlo::Instruction) -> Option<Dire
             lab.output_spatial.as_slice(),
             lab.output_feature,
         ) == (0, &[1, 2][..], 3);
-    if !id || a.feature_group_count.unwrap_or(1) > 1 || a.batch_group_count.unwrap_or(1) > 1 {
+    if !id || a.feature_group_count > 1 || a.batch_group_count > 1 {
         return None;
     }
     let d = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
     let (xd, kd, od) = (d(&xs.dims), d(&ks.dims), d(&os.dims));
-    let win: Vec<WindowDim> = a.window.clone().unwrap_or_else(|| {
+    let win: Vec<WindowDim> = if a.window.is_empty() {
         kd[..2]
             .iter()
             .map(|&k| WindowDim::of_size(k as i64))
             .collect()
-    });
+    } else {
+        a.window.to_vec()
+    };
     let ok = win.len() == 2
         && win.iter().all(|w| {
             w.stride == 1 && w.lhs_dilate <= 1 && w.pad_lo >= 0 && w.pad_hi >= 0 && !w.reversal

@@ -62,22 +62,20 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if inst.opcode != Opcode::Dot {
         return Ok(None);
     }
-    let a = inst.attrs.clone().into_inner();
+    let hlo::View::Dot(a) = inst.view() else {
+        return Err(crate::CompileError::Internal(
+            "dot without a dot view".into(),
+        ));
+    };
     let lhs = l.arr(inst.operands[0])?;
     let rhs = l.arr(inst.operands[1])?;
     let (ty, dims) = l.out_shape(h)?;
-    let v = |x: &Option<Vec<i64>>| -> Vec<usize> {
-        x.clone()
-            .unwrap_or_default()
-            .iter()
-            .map(|&d| d as usize)
-            .collect()
-    };
+    let v = |x: &[i64]| -> Vec<usize> { x.iter().map(|&d| d as usize).collect() };
     let (lb, rb, lc, rc) = (
-        v(&a.lhs_batch_dims),
-        v(&a.rhs_batch_dims),
-        v(&a.lhs_contracting_dims),
-        v(&a.rhs_contracting_dims),
+        v(a.lhs_batch),
+        v(a.rhs_batch),
+        v(a.lhs_contracting),
+        v(a.rhs_contracting),
     );
     let lf: Vec<usize> = (0..lhs.dims.len())
         .filter(|d| !lb.contains(d) && !lc.contains(d))
@@ -114,14 +112,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         canon(l, &rhs, &rperm)?
     };
     let out = l.new_buf(h, ty, dims)?;
-    matmul_t(
-        l,
-        &lhs_c,
-        (&rhs_c, rhs_t),
-        (nb, m, k, n),
-        &out,
-        a.operand_precision.as_deref(),
-    )?;
+    matmul_t(l, &lhs_c, (&rhs_c, rhs_t), (nb, m, k, n), &out, a.precision)?;
     Ok(Some(Val::Array(out)))
 }
 
@@ -133,7 +124,7 @@ pub(crate) fn matmul(
     rhs_c: &Buf,
     shape: (usize, usize, usize, usize),
     out: &Buf,
-    precision: Option<&[Precision]>,
+    precision: &[Precision],
 ) -> CResult<()> {
     matmul_t(l, lhs_c, (rhs_c, false), shape, out, precision)
 }
@@ -146,7 +137,7 @@ fn matmul_t(
     (rhs_c, rhs_t): (&Buf, bool),
     (nb, m, k, n): (usize, usize, usize, usize),
     out: &Buf,
-    precision: Option<&[Precision]>,
+    precision: &[Precision],
 ) -> CResult<()> {
     let ty = out.ty;
     let MxuPlan {
@@ -199,7 +190,7 @@ pub(crate) fn prepare(
     l: &mut Lowerer<'_>,
     lhs_c: &Buf,
     rhs_c: &Buf,
-    precision: Option<&[Precision]>,
+    precision: &[Precision],
 ) -> CResult<MxuPlan> {
     let (mode, acc_ty) = match (lhs_c.ty, rhs_c.ty) {
         (ElementType::S8, ElementType::S8) => (MxuDtype::Int8, ElementType::S32),
@@ -227,7 +218,6 @@ pub(crate) fn prepare(
         1
     } else {
         let prec = precision
-            .unwrap_or_default()
             .iter()
             .copied()
             .max_by_key(|p| match p {
@@ -561,22 +551,20 @@ pub fn streamable(
     if !native || ls.is_dynamic() || rs.is_dynamic() {
         return false;
     }
-    let a = &inst.attrs;
-    let v = |x: &Option<Vec<i64>>| x.clone().unwrap_or_default();
+    let hlo::View::Dot(a) = inst.view() else {
+        return false;
+    };
     let (lb, rb, lc, rc) = (
-        v(&a.lhs_batch_dims),
-        v(&a.rhs_batch_dims),
-        v(&a.lhs_contracting_dims),
-        v(&a.rhs_contracting_dims),
+        a.lhs_batch,
+        a.rhs_batch,
+        a.lhs_contracting,
+        a.rhs_contracting,
     );
     let nb = lb.len() as i64;
     let lr = ls.dims.len() as i64;
     let seq = |xs: &[i64], from: i64| xs.iter().enumerate().all(|(i, &d)| d == from + i as i64);
-    let canonical = seq(&lb, 0)
-        && seq(&rb, 0)
-        && seq(&lc, lr - lc.len() as i64)
-        && seq(&rc, nb)
-        && !lc.is_empty();
+    let canonical =
+        seq(lb, 0) && seq(rb, 0) && seq(lc, lr - lc.len() as i64) && seq(rc, nb) && !lc.is_empty();
     if !canonical {
         return false;
     }
@@ -667,7 +655,9 @@ pub fn epilogue_step(
             }
             let x = &c.insts[*oi.operands.first()?];
             let xa = x.shape.as_array()?;
-            let dims = oi.attrs.dimensions.clone().unwrap_or_default();
+            let hlo::View::Broadcast { dimensions: dims } = oi.view() else {
+                return None;
+            };
             let rank = ua.dims.len() as i64;
             let shape_ok = (xa.dims.is_empty() && dims.is_empty())
                 || (xa.dims.len() == 1 && dims == [rank - 1]);

@@ -205,12 +205,16 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
                 let a = l.arr(ops[0])?;
                 let b = l.arr(ops[1])?;
                 l.vty(a.ty)?;
-                let total = inst.attrs.comparison_type == Some(ComparisonType::TotalOrder);
-                let hlo::View::Compare { direction: dir } = inst.view() else {
+                let hlo::View::Compare {
+                    direction: dir,
+                    comparison_type,
+                } = inst.view()
+                else {
                     return Err(crate::CompileError::Internal(
                         "compare without a direction".into(),
                     ));
                 };
+                let total = comparison_type == Some(ComparisonType::TotalOrder);
                 let out = l.new_buf(h, ty, dims)?;
                 l.cmp_into(&out, dir, &a, &b, total)?;
                 out

@@ -560,8 +560,8 @@ impl<'a> Lowerer<'a> {
                 if let Some(v) = sendrecv::lower(self, h)? {
                     return Ok(v);
                 }
-                Err(self.unsupported(match &inst.attrs.custom_call_target {
-                    Some(t) if inst.opcode == O::CustomCall => format!("custom-call target {t:?}"),
+                Err(self.unsupported(match inst.view() {
+                    hlo::View::CustomCall { target } => format!("custom-call target {target:?}"),
                     _ => inst.opcode.name().to_string(),
                 }))
             }
@@ -947,9 +947,7 @@ impl<'a> Lowerer<'a> {
     fn constant(&mut self, h: InstId) -> CResult<Val> {
         let inst = &self.comp().insts[h];
         let lit = inst
-            .attrs
-            .literal
-            .as_deref()
+            .literal()
             .ok_or_else(|| CompileError::Internal("constant without literal".into()))?;
         let hlo::Literal::Array(a) = lit else {
             return Err(self.unsupported("tuple constants"));
@@ -1036,16 +1034,15 @@ impl<'a> Lowerer<'a> {
                 .map(dot_stream::Streamed::Conv)
                 .ok_or_else(|| CompileError::Internal("streamed convolution has no plan".into()));
         }
-        let nb: usize = inst
-            .attrs
-            .lhs_batch_dims
-            .as_ref()
-            .map_or(1, |b| b.iter().map(|&d| lhs.dims[d as usize]).product());
-        let k: usize = inst
-            .attrs
-            .lhs_contracting_dims
-            .as_ref()
-            .map_or(1, |b| b.iter().map(|&d| lhs.dims[d as usize]).product());
+        let hlo::View::Dot(dv) = inst.view() else {
+            return Err(CompileError::Internal("streamed dot is not a dot".into()));
+        };
+        let nb: usize = dv.lhs_batch.iter().map(|&d| lhs.dims[d as usize]).product();
+        let k: usize = dv
+            .lhs_contracting
+            .iter()
+            .map(|&d| lhs.dims[d as usize])
+            .product();
         let m = lhs.dims.iter().product::<usize>() / (nb * k).max(1);
         let n = rhs.dims.iter().product::<usize>() / (nb * k).max(1);
         let mut epilogue = Vec::new();
@@ -1056,7 +1053,7 @@ impl<'a> Lowerer<'a> {
                 Some(Some(b)) => {
                     let x = c.insts[b].operands[0];
                     let xi = &c.insts[x];
-                    let hbm = match (&self.hbm_home[x.index()], xi.attrs.literal.as_deref()) {
+                    let hbm = match (&self.hbm_home[x.index()], xi.literal()) {
                         (Some(s), _) => s.addr,
                         (None, Some(hlo::Literal::Array(a))) => {
                             let bytes = crate::io::to_bytes(a);

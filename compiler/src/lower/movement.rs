@@ -9,7 +9,7 @@
 use super::elementwise::chunks;
 use super::emit::{Access, Queue};
 use super::{Buf, Lowerer, Val};
-use crate::error::CResult;
+use crate::error::{CResult, CompileError};
 use hlo::{InstId, Opcode};
 use isa::Space;
 use isa::{DType, Inst};
@@ -34,12 +34,8 @@ fn for_each_index(dims: &[usize], mut f: impl FnMut(&[usize], usize)) {
 }
 
 /// An attribute's dimension numbers as indices.
-fn dims_of(d: &Option<Vec<i64>>) -> Vec<usize> {
-    d.as_deref()
-        .unwrap_or_default()
-        .iter()
-        .map(|&x| x as usize)
-        .collect()
+fn dims_of(d: &[i64]) -> Vec<usize> {
+    d.iter().map(|&x| x as usize).collect()
 }
 
 impl Lowerer<'_> {
@@ -220,7 +216,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let inst = &l.comp().insts[h];
     let op = inst.opcode;
     let ops = inst.operands.clone();
-    let attrs = inst.attrs.clone().into_inner();
+    let view = inst.view();
     if !matches!(
         op,
         Opcode::Broadcast
@@ -237,7 +233,10 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let out = l.new_buf(h, ty, dims.clone())?;
     match op {
         Opcode::Broadcast => {
-            let bd = dims_of(&attrs.dimensions);
+            let hlo::View::Broadcast { dimensions } = view else {
+                return Err(CompileError::Internal("broadcast view".into()));
+            };
+            let bd = dims_of(dimensions);
             let r = dims.len();
             let k = bd.len();
             let increasing = bd.windows(2).all(|w| w[0] < w[1]);
@@ -268,10 +267,15 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             }
         }
         Opcode::Transpose => {
-            l.permute_into(&out, &src, &dims_of(&attrs.dimensions))?;
+            let hlo::View::Transpose { permutation } = view else {
+                return Err(CompileError::Internal("transpose view".into()));
+            };
+            l.permute_into(&out, &src, &dims_of(permutation))?;
         }
         Opcode::Slice => {
-            let sl = attrs.slice.unwrap_or_default();
+            let hlo::View::Slice { slice: sl } = view else {
+                return Err(CompileError::Internal("slice view".into()));
+            };
             l.gather_by(&out, &src, |idx, ss| {
                 idx.iter()
                     .enumerate()
@@ -282,7 +286,10 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             })?;
         }
         Opcode::Reverse => {
-            let rd = dims_of(&attrs.dimensions);
+            let hlo::View::Reverse { dimensions } = view else {
+                return Err(CompileError::Internal("reverse view".into()));
+            };
+            let rd = dims_of(dimensions);
             l.gather_by(&out, &src, |idx, ss| {
                 idx.iter()
                     .enumerate()
@@ -291,12 +298,11 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             })?;
         }
         Opcode::Concatenate => {
-            let d = attrs
-                .dimensions
-                .unwrap_or_default()
-                .first()
-                .copied()
-                .unwrap_or(0) as usize;
+            let hlo::View::Concatenate { dimension: d } = view else {
+                return Err(CompileError::Internal(
+                    "concatenate without a dimension".into(),
+                ));
+            };
             let w = ty.byte_size() as u64;
             let outer: u64 = dims[..d].iter().product::<usize>() as u64;
             let out_row = dims[d..].iter().product::<usize>() as u64 * w;
@@ -321,7 +327,9 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         Opcode::Pad => {
             // Gather from [operand..., padding value]: handles negative and interior padding.
             let pv = l.arr(ops[1])?;
-            let pads = attrs.padding.unwrap_or_default();
+            let hlo::View::Pad { padding: pads } = view else {
+                return Err(CompileError::Internal("pad view".into()));
+            };
             let n = src.elems();
             let comb = l.tmp(ty, vec![n as usize + 1])?;
             let t = l.vty(ty)?;

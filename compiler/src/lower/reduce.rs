@@ -6,7 +6,7 @@
 
 use super::emit::{Access, Queue};
 use super::{Buf, Lowerer, Val, VPU_CHUNK};
-use crate::error::CResult;
+use crate::error::{CResult, CompileError};
 use hlo::{InstId, Module, Opcode};
 use isa::Inst;
 use isa::RedOp;
@@ -54,21 +54,20 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if inst.operands.len() != 2 {
         return super::variadic::lower(l, h).map(Some);
     }
-    let comp = inst.attrs.to_apply.expect("verified reduce has to_apply");
+    let hlo::View::Reduce {
+        dimensions,
+        to_apply: comp,
+    } = inst.view()
+    else {
+        return Err(CompileError::Internal("reduce without to_apply".into()));
+    };
     let op = reducer_op(l.m, comp)
         .filter(|&o| red_op(o).is_some())
         .ok_or_else(|| {
             l.unsupported("reduce whose reducer is not one add/multiply/min/max/and/or/xor")
         })?;
     let rop = red_op(op).expect("filtered");
-    let rdims: Vec<usize> = inst
-        .attrs
-        .dimensions
-        .clone()
-        .unwrap_or_default()
-        .iter()
-        .map(|&d| d as usize)
-        .collect();
+    let rdims: Vec<usize> = dimensions.iter().map(|&d| d as usize).collect();
     let src = l.arr(inst.operands[0])?;
     let init = l.arr(inst.operands[1])?;
     let (ty, dims) = l.out_shape(h)?;
@@ -153,10 +152,15 @@ pub fn lower_window(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if inst.operands.len() != 2 {
         return Err(l.unsupported("variadic reduce-window"));
     }
-    let comp = inst
-        .attrs
-        .to_apply
-        .expect("verified reduce-window has to_apply");
+    let hlo::View::ReduceWindow {
+        window,
+        to_apply: comp,
+    } = inst.view()
+    else {
+        return Err(CompileError::Internal(
+            "reduce-window without to_apply".into(),
+        ));
+    };
     let op = reducer_op(l.m, comp)
         .filter(|&o| red_op(o).is_some())
         .ok_or_else(|| {
@@ -168,11 +172,11 @@ pub fn lower_window(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let (ty, dims) = l.out_shape(h)?;
     let t = l.vty(ty)?;
     let rank = src.dims.len();
-    let win = inst
-        .attrs
-        .window
-        .clone()
-        .unwrap_or_else(|| (0..rank).map(|_| hlo::WindowDim::of_size(1)).collect());
+    let win: Vec<hlo::WindowDim> = if window.is_empty() {
+        (0..rank).map(|_| hlo::WindowDim::of_size(1)).collect()
+    } else {
+        window.to_vec()
+    };
     let wdims: Vec<usize> = win.iter().map(|w| w.size as usize).collect();
     let wn: usize = wdims.iter().product();
     let outs: usize = dims.iter().product();

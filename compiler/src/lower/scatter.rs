@@ -105,15 +105,14 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if inst.opcode != Opcode::Scatter {
         return Ok(None);
     }
-    let at = inst.attrs.clone().into_inner();
     let nops = inst.operands.len();
     if nops < 3 || nops.is_multiple_of(2) {
         return Err(l.unsupported("scatter without N operands, indices and N updates"));
     }
     let n = nops / 2;
-    let comp = at
-        .to_apply
-        .ok_or_else(|| l.unsupported("scatter without to_apply"))?;
+    let hlo::View::Scatter { to_apply: comp } = inst.view() else {
+        return Err(l.unsupported("scatter without to_apply"));
+    };
     // `None`: the general form, in rounds.
     let comb = combiners(l.m, comp, n);
     let operands = (0..n)

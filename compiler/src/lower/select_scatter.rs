@@ -32,30 +32,34 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if inst.opcode != Opcode::SelectAndScatter {
         return Ok(None);
     }
-    let at = inst.attrs.clone().into_inner();
     let a = l.arr(inst.operands[0])?;
     let src = l.arr(inst.operands[1])?;
     let init = l.arr(inst.operands[2])?;
     l.vty(a.ty)?;
-    let (sel, sct) = match (at.select, at.scatter) {
-        (Some(s), Some(t)) => (s, t),
-        _ => return Err(l.unsupported("select-and-scatter without select and scatter")),
+    let hlo::View::SelectAndScatter {
+        window,
+        select: sel,
+        scatter: sct,
+    } = inst.view()
+    else {
+        return Err(l.unsupported("select-and-scatter without select and scatter"));
     };
     // `None`: a general scatter computation, in rounds.
     let combiner = {
         let c = &l.m.comps[sct];
         let root = &c.insts[c.root];
-        if root.opcode == Opcode::Parameter && root.attrs.parameter_number == Some(1) {
+        if root.parameter_number() == Some(1) {
             Some((true, RedOp::Add))
         } else {
             reducer_op(l.m, sct).and_then(red_op).map(|o| (false, o))
         }
     };
     let rank = a.dims.len();
-    let win = at
-        .window
-        .clone()
-        .unwrap_or_else(|| (0..rank).map(|_| hlo::WindowDim::of_size(1)).collect());
+    let win: Vec<hlo::WindowDim> = if window.is_empty() {
+        (0..rank).map(|_| hlo::WindowDim::of_size(1)).collect()
+    } else {
+        window.to_vec()
+    };
     if win.len() != rank {
         return Err(l.unsupported("select-and-scatter whose window rank differs"));
     }

@@ -229,17 +229,14 @@ fn lower_sort(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     for o in &ops {
         l.vty(o.ty)?;
     }
-    let comp = inst
-        .attrs
-        .to_apply
-        .ok_or_else(|| l.unsupported("sort without a comparator"))?;
-    let d = inst
-        .attrs
-        .dimensions
-        .as_deref()
-        .and_then(|d| d.first().copied())
-        .unwrap_or(0)
-        .max(0) as usize;
+    let hlo::View::Sort {
+        dimension: d,
+        to_apply: comp,
+        ..
+    } = inst.view()
+    else {
+        return Err(l.unsupported("sort without a comparator"));
+    };
     if d >= first.dims.len().max(1) {
         return Err(l.unsupported("sort dimension out of range"));
     }
@@ -301,9 +298,10 @@ fn lower_topk(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     let Some(&n) = a.dims.last() else {
         return Err(l.unsupported("topk of a scalar"));
     };
-    let k = inst
-        .attrs
-        .k
+    let hlo::View::TopK { k, .. } = inst.view() else {
+        return Err(l.unsupported("topk with k out of range"));
+    };
+    let k = k
         .and_then(|k| usize::try_from(k).ok())
         .filter(|&k| k <= n)
         .ok_or_else(|| l.unsupported("topk with k out of range"))?;

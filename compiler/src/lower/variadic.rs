@@ -25,10 +25,13 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
         return Err(l.unsupported("reduce without N operands and N init values"));
     }
     let n = nops / 2;
-    let comp = inst
-        .attrs
-        .to_apply
-        .ok_or_else(|| CompileError::Internal("reduce without to_apply".into()))?;
+    let hlo::View::Reduce {
+        dimensions,
+        to_apply: comp,
+    } = inst.view()
+    else {
+        return Err(CompileError::Internal("reduce without to_apply".into()));
+    };
     let ops = (0..n)
         .map(|i| l.arr(inst.operands[i]))
         .collect::<CResult<Vec<_>>>()?;
@@ -52,14 +55,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
             return Err(l.unsupported("reduce operands with different dims"));
         }
     }
-    let mut rdims: Vec<usize> = inst
-        .attrs
-        .dimensions
-        .clone()
-        .unwrap_or_default()
-        .iter()
-        .map(|&d| d.max(0) as usize)
-        .collect();
+    let mut rdims: Vec<usize> = dimensions.iter().map(|&d| d.max(0) as usize).collect();
     rdims.sort();
     let src_dims = ops[0].dims.clone();
     if rdims.iter().any(|&d| d >= src_dims.len()) {

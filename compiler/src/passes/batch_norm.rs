@@ -85,21 +85,24 @@ fn ctx(rw: &Rw<'_>, i: &Instruction) -> CResult<Option<Ctx>> {
         ElementType::F16 | ElementType::BF16 => ElementType::F32,
         _ => return Ok(None),
     };
-    let Some(f) = i.attrs.feature_index else {
+    let hlo::View::BatchNorm {
+        feature_index: f, ..
+    } = i.view()
+    else {
         return Ok(None);
     };
     let dims = x.dims.clone();
-    if f < 0 || f as usize >= dims.len() {
+    if f >= dims.len() {
         return Err(CompileError::Internal(
             "batch norm: feature_index out of range".into(),
         ));
     }
-    let red: Vec<i64> = (0..dims.len() as i64).filter(|&d| d != f).collect();
-    let feats = dims[f as usize].max(1);
+    let red: Vec<i64> = (0..dims.len() as i64).filter(|&d| d != f as i64).collect();
+    let feats = dims[f].max(1);
     let m = (dims.iter().product::<i64>() / feats) as f64;
     Ok(Some(Ctx {
         dims,
-        f,
+        f: f as i64,
         red,
         m,
         ct,

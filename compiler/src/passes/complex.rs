@@ -204,7 +204,7 @@ fn rewrite(
     let op = |rw: &mut Rw<'_>, o: Opcode, a: InstId, b: InstId| rw.op(o, &[a, b]);
     Ok(Some(match i.opcode {
         O::Constant if out_c => {
-            let Some(Literal::Array(a)) = i.attrs.literal.as_deref() else {
+            let Some(Literal::Array(a)) = i.literal() else {
                 return Ok(None);
             };
             let (re, im) = match &a.data {
@@ -319,7 +319,7 @@ fn rewrite(
         O::Reduce if out_c && i.operands.len() == 2 && c_ops[0] && c_ops[1] => {
             // One complex operand: a variadic reduce of its planes with the reducer rewritten
             // on planes.
-            let Some(f) = i.attrs.to_apply else {
+            let hlo::View::Reduce { to_apply: f, .. } = i.view() else {
                 return Ok(None);
             };
             let out = i.shape.as_array().cloned().expect("complex array");
@@ -623,11 +623,16 @@ fn dft_dim(
 }
 
 fn fft(rw: &mut Rw<'_>, i: &hlo::Instruction, pl: &mut PlanesOf<'_>) -> CResult<Option<Out>> {
-    let (Some(kind), Some(lens)) = (i.attrs.fft_type, i.attrs.fft_length.clone()) else {
+    let hlo::View::Fft {
+        fft_type: kind,
+        fft_length,
+    } = i.view()
+    else {
         return Ok(None);
     };
     let xs = rw.arr(i.operands[0])?;
     let r = xs.dims.len();
+    let lens = fft_length;
     let l = lens.len();
     if l == 0 || l > 3 || l > r || xs.is_dynamic() || xs.dims.contains(&0) {
         return Ok(None);

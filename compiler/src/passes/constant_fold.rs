@@ -146,9 +146,7 @@ fn fold_values(
             .map(|o| {
                 values.get(o).or_else(|| {
                     let oi = &comp.insts[*o];
-                    (oi.opcode == Opcode::Constant)
-                        .then(|| oi.attrs.literal.as_deref())
-                        .flatten()
+                    oi.literal()
                 })
             })
             .collect();

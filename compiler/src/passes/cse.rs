@@ -81,7 +81,7 @@ fn cse(c: &mut Computation) -> bool {
             continue;
         }
         if i.opcode == Opcode::Constant
-            && i.attrs.literal.as_ref().is_some_and(|l| {
+            && i.literal().is_some_and(|l| {
                 l.as_array()
                     .is_none_or(|a| a.element_count() > MAX_CONSTANT_ELEMENTS)
             })

@@ -28,10 +28,7 @@ impl OpExpander for CustomCallExpander {
     fn matches(&self, i: &Instruction) -> bool {
         i.opcode == Opcode::CustomCall
             && i.operands.len() == 1
-            && i.attrs
-                .custom_call_target
-                .as_deref()
-                .is_some_and(|t| IDENTITY_TARGETS.contains(&t))
+            && matches!(i.view(), hlo::View::CustomCall { target } if IDENTITY_TARGETS.contains(&target))
     }
 
     fn expand(&self, rw: &mut Rw<'_>, h: InstId) -> CResult<Option<InstId>> {
@@ -67,7 +64,10 @@ ENTRY main {
             .entry()
             .insts
             .values()
-            .filter_map(|i| i.attrs.custom_call_target.clone())
+            .filter_map(|i| match i.view() {
+                hlo::View::CustomCall { target } => Some(target.to_string()),
+                _ => None,
+            })
             .collect();
         assert_eq!(targets, vec!["my_custom_op".to_string()]);
     }

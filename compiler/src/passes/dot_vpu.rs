@@ -51,12 +51,11 @@ impl OpExpander for DotToVpu {
         if mxu_native(l.ty, r.ty) || l.is_dynamic() || r.is_dynamic() || out.ty.is_complex() {
             return Ok(None);
         }
-        let v = |x: &Option<Vec<i64>>| x.clone().unwrap_or_default();
-        let (lb, rb) = (v(&i.attrs.lhs_batch_dims), v(&i.attrs.rhs_batch_dims));
-        let (lc, rc) = (
-            v(&i.attrs.lhs_contracting_dims),
-            v(&i.attrs.rhs_contracting_dims),
-        );
+        let hlo::View::Dot(dv) = i.view() else {
+            return Ok(None);
+        };
+        let (lb, rb) = (dv.lhs_batch.to_vec(), dv.rhs_batch.to_vec());
+        let (lc, rc) = (dv.lhs_contracting.to_vec(), dv.rhs_contracting.to_vec());
         let free = |rank: usize, b: &[i64], c: &[i64]| -> Vec<i64> {
             (0..rank as i64)
                 .filter(|d| !b.contains(d) && !c.contains(d))

@@ -83,13 +83,12 @@ impl Pass for DynamicPadder {
             ) || matches!(i.opcode.class(), OpClass::Unary | OpClass::Binary);
             let result: Option<Padded> = match i.opcode {
                 Opcode::SetDimensionSize => {
-                    let Some(&d) = i.attrs.dimensions.as_ref().and_then(|v| v.first()) else {
+                    let hlo::View::DimensionSize { dimension: d } = i.view() else {
                         continue;
                     };
                     let Some(out) = i.shape.as_array() else {
                         continue;
                     };
-                    let d = d as usize;
                     let (x, mut sizes) = match &dyn_ops[0] {
                         Some(p) => (p.arr, p.sizes.clone()),
                         None => (i.operands[0], vec![None; out.dims.len()]),
@@ -113,10 +112,9 @@ impl Pass for DynamicPadder {
                     Some(Padded { arr, sizes })
                 }
                 Opcode::GetDimensionSize => {
-                    let Some(&d) = i.attrs.dimensions.as_ref().and_then(|v| v.first()) else {
+                    let hlo::View::DimensionSize { dimension: d } = i.view() else {
                         continue;
                     };
-                    let d = d as usize;
                     let new = match dyn_ops[0].as_ref().and_then(|p| p.sizes.get(d).copied()) {
                         Some(Some(n)) => n,
                         _ => {
@@ -157,14 +155,10 @@ impl Pass for DynamicPadder {
                     if dyn_ops[1].is_some() {
                         continue;
                     }
-                    let rd: Vec<usize> = i
-                        .attrs
-                        .dimensions
-                        .clone()
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|&d| d as usize)
-                        .collect();
+                    let hlo::View::Reduce { dimensions, .. } = i.view() else {
+                        continue;
+                    };
+                    let rd: Vec<usize> = dimensions.iter().map(|&d| d as usize).collect();
                     let dims = rw.arr(p.arr)?.dims;
                     let mut keep: Option<InstId> = None;
                     for &d in &rd {

@@ -45,7 +45,9 @@ impl Pass for ExpandMap {
                 .collect();
             for h in maps {
                 let mi = m.comps[c].insts[h].clone();
-                let (Some(f), Some(out)) = (mi.attrs.to_apply, mi.shape.as_array().cloned()) else {
+                let (hlo::View::Map { to_apply: f, .. }, Some(out)) =
+                    (mi.view(), mi.shape.as_array().cloned())
+                else {
                     continue;
                 };
                 let callee = m.comps[f].clone();

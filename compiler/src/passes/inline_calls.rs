@@ -58,7 +58,7 @@ fn inline_into(m: &mut Module, entry: hlo::CompId) -> CResult<bool> {
             }
             for call in calls {
                 let ci = m.comps[entry].insts[call].clone();
-                let Some(callee) = ci.attrs.to_apply.or(ci.attrs.calls) else {
+                let hlo::View::Call { callee } = ci.view() else {
                     continue;
                 };
                 let callee = m.comps[callee].clone();

@@ -140,7 +140,7 @@ fn compute_type(ty: T) -> Option<T> {
 }
 
 fn solve(rw: &mut Rw<'_>, i: &Instruction) -> CResult<Option<InstId>> {
-    let Some(o) = i.attrs.triangular_solve_options else {
+    let hlo::View::TriangularSolve(o) = i.view() else {
         return Ok(None);
     };
     let (a, b) = (i.operands[0], i.operands[1]);

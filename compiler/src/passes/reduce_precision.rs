@@ -47,7 +47,11 @@ impl OpExpander for ReducePrecisionExpander {
             T::BF16 => (T::U16, 16, 8, 7),
             _ => return Ok(None),
         };
-        let (Some(e), Some(mb)) = (i.attrs.exponent_bits, i.attrs.mantissa_bits) else {
+        let hlo::View::ReducePrecision {
+            exponent_bits: e,
+            mantissa_bits: mb,
+        } = i.view()
+        else {
             return Ok(None);
         };
         if e < 1 || mb < 0 || a.is_dynamic() {

@@ -531,7 +531,7 @@ impl super::rewrite::OpExpander for RngOp {
         let Some(out) = i.shape.as_array().cloned() else {
             return Ok(None);
         };
-        let Some(dist) = i.attrs.distribution else {
+        let hlo::View::Rng { distribution: dist } = i.view() else {
             return Ok(None);
         };
         if out.is_dynamic() || i.operands.len() != 2 {

@@ -13,6 +13,15 @@ use hlo::{InstId, Module, Opcode, Shape};
 /// See the module docs.
 pub struct Simplify;
 
+/// The dimensions of a broadcast or the permutation of a transpose (empty for other opcodes).
+fn dims_of(i: &hlo::Instruction) -> &[i64] {
+    match i.view() {
+        hlo::View::Broadcast { dimensions } => dimensions,
+        hlo::View::Transpose { permutation } => permutation,
+        _ => &[],
+    }
+}
+
 fn same_shape(a: &Shape, b: &Shape) -> bool {
     match (a.as_array(), b.as_array()) {
         (Some(x), Some(y)) => x.ty == y.ty && x.dims == y.dims && x.layout == y.layout,
@@ -50,7 +59,7 @@ fn simplify(c: &mut hlo::Computation) -> bool {
                     same_shape(&i.shape, src_shape)
                 }
                 Opcode::Broadcast | Opcode::Transpose => {
-                    let dims = i.attrs.dimensions.clone().unwrap_or_default();
+                    let dims = dims_of(i);
                     same_shape(&i.shape, src_shape)
                         && dims.iter().enumerate().all(|(k, &d)| d == k as i64)
                 }
@@ -82,9 +91,7 @@ fn simplify(c: &mut hlo::Computation) -> bool {
                 // transpose(transpose(x, p), q): result dim k is x's dim p[q[k]]; broadcast
                 // (broadcast(x, p), q): x's dim j lands at q[p[j]].
                 (Opcode::Transpose, Opcode::Transpose) | (Opcode::Broadcast, Opcode::Broadcast) => {
-                    let (Some(q), Some(p)) = (&i.attrs.dimensions, &inner.attrs.dimensions) else {
-                        continue;
-                    };
+                    let (q, p) = (dims_of(i), dims_of(inner));
                     let composed: Option<Vec<i64>> = if i.opcode == Opcode::Transpose {
                         q.iter().map(|&k| p.get(k as usize).copied()).collect()
                     } else {

@@ -130,9 +130,14 @@ fn geometry(lhs: &[usize], rhs: &[usize], attrs: &Attrs, p: &Perms) -> KResult<G
     let ns = p.lhs.len() - 2;
     let in_sp: Vec<usize> = p.lhs[1..=ns].iter().map(|&d| lhs[d]).collect();
     let k_sp: Vec<usize> = p.rhs[..ns].iter().map(|&d| rhs[d]).collect();
-    let win: Vec<WindowDim> = match &attrs.window {
-        Some(w) => w.clone(),
-        None => k_sp.iter().map(|&k| WindowDim::of_size(k as i64)).collect(),
+    let hlo::View::Convolution(view) = hlo::View::of(hlo::Opcode::Convolution, attrs) else {
+        return Err(KernelError::invalid("convolution: no dim_labels"));
+    };
+    // No window: one window dimension per kernel dimension, of the kernel's size.
+    let win: Vec<WindowDim> = if view.window.is_empty() {
+        k_sp.iter().map(|&k| WindowDim::of_size(k as i64)).collect()
+    } else {
+        view.window.to_vec()
     };
     if win.len() != ns {
         return Err(KernelError::invalid(format!(
@@ -153,9 +158,6 @@ fn geometry(lhs: &[usize], rhs: &[usize], attrs: &Attrs, p: &Perms) -> KResult<G
         .zip(&win)
         .map(|(&i, w)| out_size(i, w))
         .collect::<KResult<Vec<_>>>()?;
-    let hlo::View::Convolution(view) = hlo::View::of(hlo::Opcode::Convolution, attrs) else {
-        return Err(KernelError::invalid("convolution: no dim_labels"));
-    };
     let (groups, batch_groups) = (view.feature_group_count, view.batch_group_count);
     if groups < 1 || batch_groups < 1 {
         return Err(KernelError::invalid(
@@ -200,10 +202,10 @@ pub fn convolution(
     attrs: &Attrs,
     out: &ArrayShape,
 ) -> KResult<ArrayLiteral> {
-    let labels = attrs
-        .dim_labels
-        .as_ref()
-        .ok_or_else(|| KernelError::invalid("convolution: missing dim_labels"))?;
+    let hlo::View::Convolution(view) = hlo::View::of(hlo::Opcode::Convolution, attrs) else {
+        return Err(KernelError::invalid("convolution: missing dim_labels"));
+    };
+    let labels = view.dims;
     let p = perms(labels, lhs.dims.len(), rhs.dims.len(), out.rank())?;
     let g = geometry(&lhs.dims, &rhs.dims, attrs, &p)?;
     // Output dims in declared order.

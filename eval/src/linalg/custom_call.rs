@@ -63,11 +63,9 @@ impl CustomCallRegistry {
 
     /// Evaluates a custom-call instruction.
     pub fn call(&self, inst: &Instruction, operands: &[&Literal]) -> EResult<Literal> {
-        let target = inst
-            .attrs
-            .custom_call_target
-            .as_deref()
-            .ok_or_else(|| EvalError::invalid("custom-call without custom_call_target"))?;
+        let hlo::View::CustomCall { target } = inst.view() else {
+            return Err(EvalError::invalid("custom-call without custom_call_target"));
+        };
         match self.map.get(target) {
             Some(f) => {
                 let v = f(inst, operands)?;
@@ -92,7 +90,10 @@ fn identity(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
         [x] => Ok((*x).clone()),
         _ => Err(EvalError::invalid(format!(
             "custom-call {:?} takes one operand, got {}",
-            inst.attrs.custom_call_target,
+            match inst.view() {
+                hlo::View::CustomCall { target } => Some(target),
+                _ => None,
+            },
             ops.len()
         ))),
     }

@@ -25,8 +25,7 @@ pub struct DotDims {
     pub rhs_contracting: Vec<usize>,
 }
 
-fn to_dims(v: &Option<Vec<i64>>, rank: usize, what: &str) -> KResult<Vec<usize>> {
-    let v = v.as_deref().unwrap_or(&[]);
+fn to_dims(v: &[i64], rank: usize, what: &str) -> KResult<Vec<usize>> {
     v.iter()
         .map(|&d| {
             if d < 0 || d as usize >= rank {
@@ -43,11 +42,14 @@ fn to_dims(v: &Option<Vec<i64>>, rank: usize, what: &str) -> KResult<Vec<usize>>
 impl DotDims {
     /// Reads and validates the dimension numbers of `attrs` for operands of the given dims.
     pub fn from_attrs(attrs: &Attrs, lhs: &[usize], rhs: &[usize]) -> KResult<DotDims> {
+        let hlo::View::Dot(v) = hlo::View::of(hlo::Opcode::Dot, attrs) else {
+            return Err(KernelError::invalid("dot: no dimension numbers"));
+        };
         let d = DotDims {
-            lhs_batch: to_dims(&attrs.lhs_batch_dims, lhs.len(), "lhs_batch")?,
-            rhs_batch: to_dims(&attrs.rhs_batch_dims, rhs.len(), "rhs_batch")?,
-            lhs_contracting: to_dims(&attrs.lhs_contracting_dims, lhs.len(), "lhs_contracting")?,
-            rhs_contracting: to_dims(&attrs.rhs_contracting_dims, rhs.len(), "rhs_contracting")?,
+            lhs_batch: to_dims(v.lhs_batch, lhs.len(), "lhs_batch")?,
+            rhs_batch: to_dims(v.rhs_batch, rhs.len(), "rhs_batch")?,
+            lhs_contracting: to_dims(v.lhs_contracting, lhs.len(), "lhs_contracting")?,
+            rhs_contracting: to_dims(v.rhs_contracting, rhs.len(), "rhs_contracting")?,
         };
         if d.lhs_batch.len() != d.rhs_batch.len()
             || d.lhs_contracting.len() != d.rhs_contracting.len()

@@ -24,13 +24,13 @@ use rustfft::FftPlanner;
 
 /// Evaluates `fft(x)` into the declared shape.
 pub fn fft(x: &ArrayLiteral, attrs: &Attrs, out: &ArrayShape) -> KResult<ArrayLiteral> {
-    let kind = attrs
-        .fft_type
-        .ok_or_else(|| KernelError::invalid("fft: missing fft_type"))?;
-    let lens = attrs
-        .fft_length
-        .as_deref()
-        .ok_or_else(|| KernelError::invalid("fft: missing fft_length"))?;
+    let hlo::View::Fft {
+        fft_type: kind,
+        fft_length: lens,
+    } = hlo::View::of(hlo::Opcode::Fft, attrs)
+    else {
+        return Err(KernelError::invalid("fft: missing fft_type"));
+    };
     let rank = x.dims.len();
     if lens.is_empty() || lens.len() > 3 || lens.len() > rank {
         return Err(KernelError::invalid(format!(

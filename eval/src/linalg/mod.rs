@@ -89,10 +89,10 @@ fn multiply_adds(inst: &Instruction, operands: &[&Literal]) -> Option<u64> {
     let per_out: u64 = match inst.opcode {
         Opcode::Dot => {
             let lhs = dims(0)?;
-            inst.attrs
-                .lhs_contracting_dims
-                .as_deref()
-                .unwrap_or(&[])
+            let hlo::View::Dot(dv) = inst.view() else {
+                return None;
+            };
+            dv.lhs_contracting
                 .iter()
                 .map(|&d| {
                     usize::try_from(d)
@@ -107,10 +107,8 @@ fn multiply_adds(inst: &Instruction, operands: &[&Literal]) -> Option<u64> {
             let rhs = dims(1)?;
             let all = rhs.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64));
             let of = inst
-                .attrs
-                .dim_labels
-                .as_ref()
-                .and_then(|c| usize::try_from(c.kernel_output_feature).ok())
+                .conv()
+                .and_then(|c| usize::try_from(c.dims.kernel_output_feature).ok())
                 .and_then(|d| rhs.get(d))
                 .copied()
                 .unwrap_or(1)

@@ -197,9 +197,9 @@ pub fn rng(
     out: &ArrayShape,
     st: &mut RngState,
 ) -> KResult<ArrayLiteral> {
-    let dist = attrs
-        .distribution
-        .ok_or_else(|| KernelError::invalid("rng: missing distribution"))?;
+    let hlo::View::Rng { distribution: dist } = hlo::View::of(hlo::Opcode::Rng, attrs) else {
+        return Err(KernelError::invalid("rng: missing distribution"));
+    };
     let [p, q] = ops else {
         return Err(KernelError::invalid("rng: needs two scalar operands"));
     };

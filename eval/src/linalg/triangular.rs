@@ -103,9 +103,9 @@ pub fn triangular_solve(
     attrs: &Attrs,
     out: &ArrayShape,
 ) -> KResult<ArrayLiteral> {
-    let o = attrs
-        .triangular_solve_options
-        .ok_or_else(|| KernelError::invalid("triangular-solve: missing options"))?;
+    let hlo::View::TriangularSolve(o) = hlo::View::of(hlo::Opcode::TriangularSolve, attrs) else {
+        return Err(KernelError::invalid("triangular-solve: missing options"));
+    };
     let (ra, rb) = (a.dims.len(), b.dims.len());
     if ra < 2
         || ra != rb

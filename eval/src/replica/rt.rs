@@ -21,7 +21,7 @@
 use super::collectives as coll;
 use super::hub::{list, CollIdent, CollKey, Hub, MailKey};
 use crate::error::{EResult, EvalError};
-use crate::runtime::{Combine, HostIo, RngState, Runtime};
+use crate::runtime::{collective_view, transfer, Combine, HostIo, RngState, Runtime};
 use hlo::groups::{device_pairs, group_of, pair_participants, Devices};
 use hlo::ir::Instruction;
 use hlo::literal::Literal;
@@ -56,10 +56,10 @@ fn sync_kind(op: Opcode) -> Opcode {
 
 /// The single dimension of `dimensions={d}`.
 fn one_dim(inst: &Instruction) -> EResult<Option<usize>> {
-    match inst.attrs.dimensions.as_deref() {
-        None => Ok(None),
-        Some([d]) if *d >= 0 => Ok(Some(*d as usize)),
-        Some(ds) => Err(EvalError::invalid(format!(
+    match collective_view(inst)?.dimensions {
+        [] => Ok(None),
+        [d] if *d >= 0 => Ok(Some(*d as usize)),
+        ds => Err(EvalError::invalid(format!(
             "expected one dimension, got dimensions={ds:?}"
         ))),
     }
@@ -70,8 +70,8 @@ fn need_dim(inst: &Instruction) -> EResult<usize> {
 }
 
 fn channel(inst: &Instruction) -> EResult<i64> {
-    inst.attrs
-        .channel_id
+    transfer(inst)
+        .0
         .ok_or_else(|| EvalError::invalid(format!("{} without channel_id", inst.opcode)))
 }
 
@@ -114,7 +114,7 @@ impl<'h> ReplicaRuntime<'h> {
         value: Literal,
     ) -> EResult<Vec<Arc<Literal>>> {
         let kind = sync_kind(inst.opcode);
-        let ident = match inst.attrs.channel_id {
+        let ident = match collective_view(inst)?.channel_id {
             Some(c) => CollIdent::Channel(c),
             None => CollIdent::Inst(inst.name.clone()),
         };
@@ -132,7 +132,7 @@ impl<'h> ReplicaRuntime<'h> {
         })?;
         let what = format!(
             "{kind}{} over replicas {}, occurrence #{}",
-            inst.attrs
+            collective_view(inst)?
                 .channel_id
                 .map(|c| format!(" channel {c}"))
                 .unwrap_or_default(),
@@ -223,7 +223,7 @@ impl Runtime for ReplicaRuntime<'_> {
                         "collective-permute with in-place output buffers (combined form)",
                     ));
                 }
-                let raw = inst.attrs.source_target_pairs.as_deref().unwrap_or(&[]);
+                let raw = collective_view(inst)?.source_target_pairs;
                 let pairs = device_pairs(inst, raw, self.devs)?;
                 let source = pairs.iter().find(|&&(_, t)| t == self.me).map(|&(s, _)| s);
                 let group = pair_participants(&pairs);
@@ -270,7 +270,7 @@ impl Runtime for ReplicaRuntime<'_> {
     }
 
     fn outfeed(&mut self, inst: &Instruction, value: &Literal) -> EResult<()> {
-        if let Some(s) = &inst.attrs.outfeed_shape {
+        if let hlo::View::Outfeed { shape: Some(s) } = inst.view() {
             check_shape("outfeed value", value, s)?;
         }
         self.io.outfeed.push(value.clone());
@@ -279,7 +279,7 @@ impl Runtime for ReplicaRuntime<'_> {
 
     fn send(&mut self, inst: &Instruction, value: &Literal) -> EResult<()> {
         let ch = channel(inst)?;
-        if inst.attrs.is_host_transfer == Some(true) {
+        if transfer(inst).1 {
             self.io.host_send.push((ch, value.clone()));
             return Ok(());
         }
@@ -305,7 +305,7 @@ impl Runtime for ReplicaRuntime<'_> {
 
     fn recv(&mut self, inst: &Instruction, shape: &Shape) -> EResult<Literal> {
         let ch = channel(inst)?;
-        if inst.attrs.is_host_transfer == Some(true) {
+        if transfer(inst).1 {
             let Some(at) = self.io.host_recv.iter().position(|(c, _)| *c == ch) else {
                 let what = format!("host recv on channel {ch}; the host sends nothing more on it");
                 return Err(self.hub.wait_forever(self.me, &inst.name, what));
