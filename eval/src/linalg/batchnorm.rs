@@ -33,16 +33,21 @@ fn layout(x: &ArrayLiteral, attrs: &Attrs, op: &str) -> KResult<Layout> {
             x.element_type()
         )));
     }
-    let fi = attrs
-        .feature_index
-        .ok_or_else(|| KernelError::invalid(format!("{op}: missing feature_index")))?;
-    if fi < 0 || fi as usize >= x.dims.len() {
+    // The three opcodes share one view (feature index and epsilon resolved there).
+    let fi = match hlo::View::of(hlo::Opcode::BatchNormInference, attrs) {
+        hlo::View::BatchNorm { feature_index, .. } => feature_index,
+        _ => {
+            return Err(KernelError::invalid(format!(
+                "{op}: feature_index missing or negative"
+            )))
+        }
+    };
+    if fi >= x.dims.len() {
         return Err(KernelError::invalid(format!(
             "{op}: feature_index {fi} out of range for rank {}",
             x.dims.len()
         )));
     }
-    let fi = fi as usize;
     let features = x.dims[fi];
     let inner: usize = x.dims[fi + 1..].iter().product();
     let m = x.element_count() / features.max(1);
@@ -68,10 +73,11 @@ fn per_feature(
 }
 
 fn epsilon(attrs: &Attrs) -> f64 {
-    // The same epsilon for the three opcodes: the view's default.
+    // The same epsilon for the three opcodes: the view's default. Only called after `layout`,
+    // which returned an error unless the view is `BatchNorm`.
     match hlo::View::of(hlo::Opcode::BatchNormInference, attrs) {
         hlo::View::BatchNorm { epsilon, .. } => epsilon as f64,
-        _ => attrs.epsilon.unwrap_or(0.0) as f64,
+        _ => 0.0,
     }
 }
 
