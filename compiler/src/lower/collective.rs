@@ -1753,6 +1753,29 @@ impl Lowerer<'_> {
                 (None, last.then_some(kl))
             });
         }
+        self.async_gather_steps(lanes, g, w, done, &|i| (None, held[2 * i], held[2 * i + 1]));
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, nl as u32 * g as u32)],
+            held,
+            fanout: false,
+        });
+        Ok(())
+    }
+
+    /// The all-gather steps of an asynchronous ring over `lanes`, issued without waiting:
+    /// `sems(i)` gives lane `i`'s `(receive gate, first send's gate, step semaphore)`. Step
+    /// `s` receives chunk `k + 1` (signalling the step semaphore, or `done` after the last
+    /// step) and sends chunk `k` once its gate is signalled (the first step's own block, then
+    /// the previous step's receive); every send signals `done`.
+    fn async_gather_steps(
+        &mut self,
+        lanes: &[Lane],
+        g: u64,
+        w: u64,
+        done: u8,
+        sems: &dyn Fn(usize) -> (Option<u8>, u8, u8),
+    ) {
         let steps = g as i64 - 1;
         let at = |space| MemRef {
             space,
@@ -1762,7 +1785,7 @@ impl Lowerer<'_> {
         for s in 0..steps {
             let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
             for (i, lane) in lanes.iter().enumerate() {
-                let (kl, kg) = (held[2 * i], held[2 * i + 1]);
+                let (recv_gate, first, kg) = sems(i);
                 let (from, to) = if lane.fwd {
                     (lane.f.prev, lane.f.next)
                 } else {
@@ -1771,28 +1794,14 @@ impl Lowerer<'_> {
                 let sig = if s + 1 < steps { kg } else { done };
                 self.chunk_addr(k(lane, 1), g, lane.stride, lane.base, lane.f.seg);
                 let dst = at(lane.space);
-                self.post_sync(false, from, dst, lane.len * w, lane.tag, None, Some(sig));
-                let gate = if s == 0 { kl } else { kg };
+                let len = lane.len * w;
+                self.post_sync(false, from, dst, len, lane.tag, recv_gate, Some(sig));
+                let gate = if s == 0 { first } else { kg };
                 self.chunk_addr(k(lane, 0), g, lane.stride, lane.base, lane.f.seg);
                 let src = at(lane.space);
-                self.post_sync(
-                    true,
-                    to,
-                    src,
-                    lane.len * w,
-                    lane.tag,
-                    Some(gate),
-                    Some(done),
-                );
+                self.post_sync(true, to, src, len, lane.tag, Some(gate), Some(done));
             }
         }
-        self.in_flight.push(InFlight {
-            start: h,
-            waits: vec![(done, nl as u32 * g as u32)],
-            held,
-            fanout: false,
-        });
-        Ok(())
     }
 
     /// Waits for every asynchronous collective in flight: before another collective (the chip
@@ -1943,41 +1952,10 @@ impl Lowerer<'_> {
             }
         }
         // All-gather.
-        for s in 0..steps {
-            let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
-            for (i, lane) in lanes.iter().enumerate() {
-                let (_, kc1, _, ks, kg) = sem(i);
-                let (from, to) = if lane.fwd {
-                    (lane.f.prev, lane.f.next)
-                } else {
-                    (lane.f.next, lane.f.prev)
-                };
-                let sig = if s + 1 < steps { kg } else { done };
-                self.chunk_addr(k(lane, 1), g, lane.stride, lane.base, lane.f.seg);
-                let dst = at(lane.space);
-                self.post_sync(
-                    false,
-                    from,
-                    dst,
-                    lane.len * w,
-                    lane.tag,
-                    Some(ks),
-                    Some(sig),
-                );
-                let gate = if s == 0 { kc1 } else { kg };
-                self.chunk_addr(k(lane, 0), g, lane.stride, lane.base, lane.f.seg);
-                let src = at(lane.space);
-                self.post_sync(
-                    true,
-                    to,
-                    src,
-                    lane.len * w,
-                    lane.tag,
-                    Some(gate),
-                    Some(done),
-                );
-            }
-        }
+        self.async_gather_steps(lanes, g, w, done, &|i| {
+            let (_, kc1, _, ks, kg) = sem(i);
+            (Some(ks), kc1, kg)
+        });
         self.in_flight.push(InFlight {
             start: h,
             waits: vec![(done, nl as u32 * g as u32)],
