@@ -3,10 +3,11 @@
 //! reference evaluator, on random inputs. Bit-level ops (reduce-precision, the random number
 //! generators, dynamic sizes) must agree exactly; float math within 1e-4.
 
-use compiler::{compile, CompileOptions};
+mod chip_common;
+
+use chip_common::on_chip;
 use eval::case::{check_value, Check, Tolerance};
 use hlo::Literal;
-use sim::{SimOptions, System};
 use systole_tests::{random_literal, Rng};
 
 /// Compiles and runs `text` on one chip with random inputs (seed `seed`) and `infeed` on the
@@ -33,21 +34,7 @@ fn run(text: &str, seed: u64, infeed: &[Literal]) -> (Literal, Literal, Vec<u8>)
         .expect("the evaluator runs it")
         .remove(0)
         .result;
-    let arch = arch::ArchConfig::resolve("tpu-v4", &[] as &[&str]).unwrap();
-    let opts = CompileOptions {
-        f32_dot_passes: 6,
-        verify_between_passes: true,
-        ..CompileOptions::default()
-    };
-    let c = compile(&m, &arch, &opts).unwrap_or_else(|e| panic!("{}", e.render("<test>")));
-    let mut sys = System::new(&arch, c.program.clone(), 1, SimOptions::default()).unwrap();
-    let mut writes = Vec::new();
-    for (p, a) in c.io.params.iter().zip(&args) {
-        compiler::io::literal_bytes(p, a, &mut writes).unwrap();
-    }
-    for (addr, b) in writes {
-        sys.write_hbm(0, addr, &b).unwrap();
-    }
+    let (c, mut sys) = on_chip(&m, &args, true, text);
     if !infeed.is_empty() {
         // A tuple's leaves follow each other on the stream.
         fn leaves(l: &Literal) -> Vec<&hlo::ArrayLiteral> {

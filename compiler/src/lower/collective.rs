@@ -214,9 +214,9 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         Opcode::ReplicaId => l.replica_id(h)?,
         Opcode::PartitionId => l.partition_id(h)?,
         Opcode::AllReduce => l.all_reduce(h)?,
-        Opcode::AllReduceStart => l.all_reduce_start(h)?,
-        Opcode::AllGatherStart => l.all_gather_start(h)?,
-        Opcode::CollectivePermuteStart => l.collective_permute_start(h)?,
+        Opcode::AllReduceStart => l.async_start(h, Lowerer::all_reduce)?,
+        Opcode::AllGatherStart => l.async_start(h, Lowerer::all_gather)?,
+        Opcode::CollectivePermuteStart => l.async_start(h, Lowerer::collective_permute)?,
         Opcode::AllReduceDone | Opcode::AllGatherDone | Opcode::CollectivePermuteDone => {
             l.async_done(h)?
         }
@@ -1573,12 +1573,18 @@ impl Lowerer<'_> {
 
 /// Asynchronous forms (module docs, "Asynchronous all-reduce").
 impl Lowerer<'_> {
-    /// `all-reduce-start`: the all-reduce, issued without waiting for it where it can be
-    /// (a flat ring); its `all-reduce-done` waits.
-    fn all_reduce_start(&mut self, h: InstId) -> CResult<Val> {
+    /// A `*-start` (`all-reduce-start`, `all-gather-start`, `collective-permute-start`): the
+    /// collective `lower`, issued without waiting for it where it can be (a flat ring; a
+    /// gather along its leading non-trivial dimension; a permute where every chip is a source
+    /// and a target); its `*-done` waits.
+    fn async_start(
+        &mut self,
+        h: InstId,
+        lower: fn(&mut Self, InstId) -> CResult<Val>,
+    ) -> CResult<Val> {
         self.check_start(h)?;
         self.async_until = Some(self.last_use[h.index()]);
-        let v = self.all_reduce(h);
+        let v = lower(self, h);
         self.async_until = None;
         v
     }
@@ -1640,26 +1646,6 @@ impl Lowerer<'_> {
             return self.out_shape(done);
         }
         self.out_shape(h)
-    }
-
-    /// `all-gather-start`: the all-gather, issued without waiting where it can be (a flat
-    /// ring gathering along its leading non-trivial dimension); its done waits.
-    fn all_gather_start(&mut self, h: InstId) -> CResult<Val> {
-        self.check_start(h)?;
-        self.async_until = Some(self.last_use[h.index()]);
-        let v = self.all_gather(h);
-        self.async_until = None;
-        v
-    }
-
-    /// `collective-permute-start`: the permute, issued without waiting when every chip is a
-    /// source and a target; its done waits.
-    fn collective_permute_start(&mut self, h: InstId) -> CResult<Val> {
-        self.check_start(h)?;
-        self.async_until = Some(self.last_use[h.index()]);
-        let v = self.collective_permute(h);
-        self.async_until = None;
-        v
     }
 
     /// A permutation in which every chip sends `x` to its target and receives `out` from its

@@ -8,6 +8,32 @@ use hlo::Literal;
 use sim::{SimOptions, System};
 use systole_tests::{random_literal, Rng};
 
+/// `m` compiled for one chip of `tpu-v4` (f32 dots exact: 6 passes; `verify` re-verifies after
+/// every pass) and loaded with `args`, ready to run; `text` names the module in panics.
+pub fn on_chip(
+    m: &hlo::VerifiedModule,
+    args: &[Literal],
+    verify: bool,
+    text: &str,
+) -> (compiler::Compiled, System) {
+    let arch = arch::ArchConfig::resolve("tpu-v4", &[] as &[&str]).unwrap();
+    let opts = CompileOptions {
+        f32_dot_passes: 6,
+        verify_between_passes: verify,
+        ..CompileOptions::default()
+    };
+    let c = compile(m, &arch, &opts).unwrap_or_else(|e| panic!("{}\n{text}", e.render("case")));
+    let mut sys = System::new(&arch, c.program.clone(), 1, SimOptions::default()).unwrap();
+    let mut writes = Vec::new();
+    for (p, a) in c.io.params.iter().zip(args) {
+        compiler::io::literal_bytes(p, a, &mut writes).unwrap();
+    }
+    for (addr, b) in writes {
+        sys.write_hbm(0, addr, &b).unwrap();
+    }
+    (c, sys)
+}
+
 /// The module on one chip of `tpu-v4` against the evaluator, on `args` (random for the
 /// parameters `args` leaves out, drawn from `seed`).
 pub fn chip_matches_evaluator(text: &str, args: Vec<Literal>, seed: u64, tol: f64) {
@@ -31,21 +57,7 @@ pub fn chip_matches_evaluator_with(
         args.push(random_literal(s, &mut g).expect("a supported type"));
     }
     let want = eval::evaluate(&m, &args).unwrap_or_else(|e| panic!("evaluator: {e}\n{text}"));
-    let arch = arch::ArchConfig::resolve("tpu-v4", &[] as &[&str]).unwrap();
-    let opts = CompileOptions {
-        f32_dot_passes: 6,
-        verify_between_passes: verify,
-        ..CompileOptions::default()
-    };
-    let c = compile(&m, &arch, &opts).unwrap_or_else(|e| panic!("{}\n{text}", e.render("case")));
-    let mut sys = System::new(&arch, c.program.clone(), 1, SimOptions::default()).unwrap();
-    let mut writes = Vec::new();
-    for (p, a) in c.io.params.iter().zip(&args) {
-        compiler::io::literal_bytes(p, a, &mut writes).unwrap();
-    }
-    for (addr, b) in writes {
-        sys.write_hbm(0, addr, &b).unwrap();
-    }
+    let (c, mut sys) = on_chip(&m, &args, verify, text);
     sys.run().unwrap_or_else(|e| panic!("{e}\n{text}"));
     let hbm = sys.hbm(0).unwrap();
     let have = compiler::io::read_literal(&c.io.result, &mut |a, n| hbm.read_vec(a, n).ok())
