@@ -380,8 +380,11 @@ fn the_report_names_the_bottleneck_with_its_roofline_numbers() {
 /// Runs `args` on `threads` threads with `--report` and `--trace`: its exit code, its output
 /// without the line of host seconds, the report and the trace file.
 fn threaded(args: &[&str], threads: usize) -> (Option<i32>, String, String, String) {
+    // One name per call: the tests of this binary run concurrently in one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir();
-    let tag = format!("{}-{threads}-{}", std::process::id(), args.join("_").len());
+    let tag = format!("{}-{threads}-{call}", std::process::id());
     let (rep, tr) = (
         dir.join(format!("systole-threads-{tag}.json")),
         dir.join(format!("systole-threads-{tag}.trace.json")),
@@ -404,8 +407,14 @@ fn threaded(args: &[&str], threads: usize) -> (Option<i32>, String, String, Stri
         .filter(|l| !l.starts_with("simulated in"))
         .map(|l| format!("{l}\n"))
         .collect();
+    let ok = o.status.code() == Some(0);
     let read = |p: &std::path::Path| {
-        let s = std::fs::read_to_string(p).unwrap_or_default();
+        // A successful run must have written the file; a failed one may not have.
+        let s = match std::fs::read_to_string(p) {
+            Ok(s) => s,
+            Err(e) if ok => panic!("{} after a successful run: {e}", p.display()),
+            Err(_) => String::new(),
+        };
         std::fs::remove_file(p).ok();
         s
     };

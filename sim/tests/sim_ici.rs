@@ -239,11 +239,8 @@ fn peer_out_of_range_is_an_error() {
     }
 }
 
-#[test]
-fn receive_racing_a_vpu_read_is_a_race() {
-    // The VPU reads the receive buffer while the transfer may still write it.
-    let a = mini(&[]);
-    let asm = r#"
+/// Chip 1's VPU reads the receive buffer while the transfer from chip 0 may still write it.
+const RACY_RECV: &str = r#"
     s.csr s1, csr=replica_id
     s.li s2, 1
     bne s1, s0, other
@@ -256,6 +253,12 @@ other:
     sem.wait sem0, n=1
     halt
 "#;
+
+#[test]
+fn receive_racing_a_vpu_read_is_a_race() {
+    // The VPU reads the receive buffer while the transfer may still write it.
+    let a = mini(&[]);
+    let asm = RACY_RECV;
     match run(asm, &a, 2, true) {
         Err(SimError::Race { msg, .. }) => {
             assert!(msg.contains("ici.recv"), "{msg}");
@@ -343,19 +346,7 @@ fn on_threads(
 #[test]
 fn a_run_is_the_same_on_any_number_of_threads() {
     let a = mini(&[]);
-    let racy = r#"
-    s.csr s1, csr=replica_id
-    s.li s2, 1
-    bne s1, s0, other
-    ici.send s2, vmem[s0+0], len=4096, tag=3, signal=sem0
-    sem.wait sem0, n=1
-    halt
-other:
-    ici.recv s0, vmem[s0+0], len=4096, tag=3, signal=sem0
-    vpu.add [s0+8192], [s0+0], [s0+0], n=16, t=f32
-    sem.wait sem0, n=1
-    halt
-"#;
+    let racy = RACY_RECV;
     for (asm, chips) in [
         (ring_shift(4096), 4),
         (ring_shift(64), 3),

@@ -83,9 +83,8 @@ pub const FANOUT_SEMS: [u8; 2] = [30, 31];
 const REG_LO: u8 = 1;
 const REG_HI: u8 = 27;
 /// Semaphores the emitter may declare with a fan-in count (`.sem semK wait=k`, `k > 1`):
-/// above those the streamed all-reduce signals and waits itself (0..=17), below the fan-out
-/// pair; never one an asynchronous collective holds ([`Emitter::hold`] takes only semaphores
-/// without a count and keeps them so).
+/// above those the streamed all-reduce reserves (0..=12, `reserve` checks), below the fan-out
+/// pair; never held by an asynchronous collective ([`Emitter::hold`] takes none of them).
 const COUNTED: std::ops::RangeInclusive<u8> = 20..=29;
 /// Most producers one unit-side wait covers.
 pub const MAX_FAN_IN: usize = 8;
@@ -403,7 +402,7 @@ impl Emitter {
         // The most recently waited first: a semaphore free since an early pc is the only kind
         // that can order a producer issued that early, so those stay in the pool.
         let mut free: Vec<(u32, u8)> = (0..POOL)
-            .filter(|&s| self.wait_count[s] <= 1)
+            .filter(|&s| self.wait_count[s] <= 1 && !COUNTED.contains(&(s as u8)))
             .filter_map(|s| self.sem_free[s].map(|at| (at, s as u8)))
             .collect();
         free.sort_by_key(|&(at, s)| (std::cmp::Reverse(at), s));
@@ -447,6 +446,11 @@ impl Emitter {
     /// that signals and waits them itself (a collective) while tracked instructions are still
     /// pending. Call right after a `fence` (none of them is held then).
     pub fn reserve(&mut self, sems: std::ops::RangeInclusive<u8>) {
+        // Their unit-side `wait=` takes 1: none may carry a fan-in count.
+        assert!(
+            sems.end() < COUNTED.start(),
+            "reserved semaphores overlap the counted range"
+        );
         for s in sems {
             debug_assert!(self.pending.iter().all(|p| p.sem != Some(s)));
             debug_assert!(self.held & (1 << s) == 0);
@@ -679,7 +683,9 @@ mod tests {
     #[test]
     fn held_semaphores_survive_a_fence_and_are_never_handed_out() {
         let mut e = Emitter::new();
-        let held = e.hold(POOL - 1).expect("free semaphores");
+        // Every pool semaphore hold may take (the counted ones are never held) but one.
+        let held = e.hold(POOL - COUNTED.len() - 1).expect("free semaphores");
+        assert!(held.iter().all(|s| !COUNTED.contains(s)), "{held:?}");
         e.fence();
         let a = Access::vmem(0, 64);
         let p = e.unit(dma(0, 0), Queue::Dma, &[], &[a]);
