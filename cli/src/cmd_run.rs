@@ -220,6 +220,14 @@ fn print_compile_summary(c: &Compiled, arch: &arch::ArchConfig) {
         "synchronization: {} sem.wait, {} fence; {} s.li for address bases",
         c.stats.emit.waits, c.stats.emit.fences, c.stats.emit.base_loads
     );
+    let sp = &c.stats.spill;
+    if sp.spills > 0 {
+        println!(
+            "spilling (live values larger than VMEM): {} values to HBM ({} bytes copied), {} \
+             reloads ({} bytes)",
+            sp.spills, sp.spill_bytes, sp.reloads, sp.reload_bytes
+        );
+    }
 }
 
 /// A case's expected outputs with its check and tolerance.
@@ -1056,6 +1064,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             "ideal_mxu_cycles": ideal_mxu_cycles,
             "instructions": c.program.code.len(),
             "vmem_peak_bytes": c.stats.vmem_peak,
+            "spill": {
+                "spills": c.stats.spill.spills,
+                "spill_bytes": c.stats.spill.spill_bytes,
+                "reloads": c.stats.spill.reloads,
+                "reload_bytes": c.stats.spill.reload_bytes,
+            },
             "timing_only": timing_only,
             "max_abs_error": max_err,
             "stats": stats.to_json(),

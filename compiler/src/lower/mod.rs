@@ -5,8 +5,9 @@
 //! VMEM buffer (all DMAs issued up front, so they overlap each other and the first compute);
 //! each instruction's value gets a VMEM buffer (row-major, [`alloc::ALIGN`]-aligned), freed
 //! after its last use; `reshape`, `bitcast`, `tuple` and `get-tuple-element` alias their
-//! operand's buffer. At the end the result's arrays are copied to their HBM slots. A module
-//! whose live values do not fit VMEM is refused (streaming operands from HBM is future work).
+//! operand's buffer. At the end the result's arrays are copied to their HBM slots. When the
+//! live values do not fit VMEM, some move to HBM and come back before their next use
+//! ([`spill`]); a single value larger than VMEM is refused unless its op streams from HBM.
 //!
 //! Work goes to core 0 of the chip; the other cores halt at once, except for their shares of
 //! dots and convolutions streamed from HBM ([`dot_stream`]). Per-op lowering lives in
@@ -32,6 +33,7 @@ pub mod scatter;
 pub mod select_scatter;
 pub mod sendrecv;
 pub mod sort;
+pub mod spill;
 pub mod variadic;
 
 use crate::error::{CResult, CompileError};
@@ -106,6 +108,9 @@ struct AllocInfo {
     hlo: String,
     from_pc: u32,
     to_pc: Option<u32>,
+    /// An HBM copy of its bytes that is still valid (a parameter's or constant's slot, or the
+    /// spill it was reloaded from): spilling it again copies nothing.
+    home: Option<u64>,
 }
 
 impl AllocInfo {
@@ -141,6 +146,8 @@ pub struct LowerStats {
     pub emit: emit::EmitStats,
     /// The collectives, in program order (for the α-β report).
     pub collectives: Vec<sim::ici_model::Collective>,
+    /// Values moved between VMEM and HBM because the live ones did not fit ([`spill`]).
+    pub spill: spill::SpillStats,
     /// What the infeed stream carries, in program order (infeeds and host recvs).
     pub host_in: Vec<hostio::HostXfer>,
     /// What the outfeed stream carries, in program order (outfeeds and host sends).
@@ -195,6 +202,16 @@ pub struct Lowerer<'a> {
     pub(crate) chans: sendrecv::Channels,
     /// The HBM cell of the `rng` stream's counter, once an instruction uses it.
     pub(crate) rng_state: Option<u64>,
+    /// Spilled allocations ([`spill`]).
+    spills: Vec<spill::SpillRec>,
+    /// Whether allocation failures may spill (after the parameters and constants are placed).
+    spilling: bool,
+    /// Allocations the instruction being lowered has read (never spilled while it is).
+    touched: std::cell::RefCell<Vec<usize>>,
+    /// The first allocation the instruction being lowered made.
+    inst_first_alloc: usize,
+    /// Per entry instruction: the positions of its readers, ascending.
+    users_at: Vec<Vec<usize>>,
 }
 
 /// The devices a verified module runs on (`replica_count × num_partitions`).
@@ -273,6 +290,15 @@ impl<'a> Lowerer<'a> {
             }
         }
         last_use[c.root.index()] = usize::MAX;
+        let mut users_at = vec![Vec::new(); c.insts.len()];
+        for (k, h) in order.iter().enumerate() {
+            for o in &c.insts[*h].operands {
+                let us: &mut Vec<usize> = &mut users_at[o.index()];
+                if us.last() != Some(&k) {
+                    us.push(k);
+                }
+            }
+        }
         let mut l = Lowerer {
             m,
             arch,
@@ -301,6 +327,11 @@ impl<'a> Lowerer<'a> {
             chans: Default::default(),
             coll_tables: Default::default(),
             rng_state: None,
+            spills: Vec::new(),
+            spilling: false,
+            touched: Default::default(),
+            inst_first_alloc: 0,
+            users_at,
         };
         // Only core 0 works; the others go straight to the final halt.
         let done = l.e.b.new_label();
@@ -387,17 +418,35 @@ impl<'a> Lowerer<'a> {
                 l.vals[h.index()] = Some(v);
             }
         }
+        l.spilling = true;
         for (k, &h) in order.iter().enumerate() {
             l.pos = k;
             let inst = &c.insts[h];
             l.span = inst.span;
+            l.touched.borrow_mut().clear();
+            l.inst_first_alloc = l.allocs.len();
             if l.vals[h.index()].is_none() {
                 l.e.b.begin_hlo(&inst.name);
+                if !l.fused[h.index()] && l.stream[h.index()].is_none() {
+                    l.reload_operands(h)?;
+                }
+                if matches!(inst.opcode, Opcode::While | Opcode::Conditional) {
+                    l.make_room_for_calls(h)?;
+                }
                 let v = l.lower(h)?;
                 l.vals[h.index()] = Some(v);
             }
             l.free_dead(k);
+            l.drop_dead_spills(k);
+            if let Some(&n) = order.get(k + 1) {
+                if !l.fused[n.index()] && l.stream[n.index()].is_none() {
+                    l.span = c.insts[n].span;
+                    l.prefetch_operands(n)?;
+                }
+            }
         }
+        l.touched.borrow_mut().clear();
+        l.inst_first_alloc = l.allocs.len();
         // Outputs.
         l.e.b.end_hlo();
         l.span = c.insts[c.root].span;
@@ -575,9 +624,17 @@ impl<'a> Lowerer<'a> {
 
     /// The value of an already lowered instruction.
     pub(crate) fn val(&self, h: InstId) -> CResult<Val> {
-        self.vals[h.index()]
+        let v = self.vals[h.index()]
             .clone()
-            .ok_or_else(|| CompileError::Internal(format!("operand {} not lowered", h.index())))
+            .ok_or_else(|| CompileError::Internal(format!("operand {} not lowered", h.index())))?;
+        if self.depth == 0 {
+            let mut leaves = Vec::new();
+            spill::array_leaves(&v, &mut leaves);
+            self.touched
+                .borrow_mut()
+                .extend(leaves.iter().map(|b| b.alloc));
+        }
+        Ok(v)
     }
 
     /// The array value of an operand.
@@ -609,6 +666,8 @@ impl<'a> Lowerer<'a> {
             return false;
         }
         a.last_use = a.last_use.max(lu);
+        // Written in place from now on: its HBM copy, if any, goes stale.
+        a.home = None;
         true
     }
 
@@ -653,7 +712,12 @@ impl<'a> Lowerer<'a> {
                     self.extend_life(&v, user);
                 }
             }
-            Val::Token | Val::Hbm(_) => {}
+            Val::Hbm(s) => {
+                if self.depth == 0 {
+                    self.extend_spill(s, lu);
+                }
+            }
+            Val::Token => {}
         }
     }
 
@@ -686,19 +750,40 @@ impl<'a> Lowerer<'a> {
         ty: ElementType,
         dims: Vec<usize>,
     ) -> CResult<Buf> {
-        let n = dims
-            .iter()
+        let n = Self::array_bytes(ty, &dims)
+            .ok_or_else(|| self.too_large("an array size overflows".into()))?;
+        self.try_buf_until(last_use, ty, dims)?
+            .ok_or_else(|| self.no_room(n))
+    }
+
+    /// The error for `n` bytes of VMEM that cannot be found.
+    fn no_room(&self, n: u64) -> CompileError {
+        self.too_large(format!(
+            "a {n}-byte VMEM buffer does not fit: {} of vmem.bytes = {} in use by values this \
+             instruction needs or that cannot move to HBM here",
+            self.vmem.in_use,
+            self.vmem.capacity()
+        ))
+    }
+
+    fn array_bytes(ty: ElementType, dims: &[usize]) -> Option<u64> {
+        dims.iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
             .and_then(|n| n.checked_mul(ty.byte_size() as u64))
+    }
+
+    /// [`Self::buf_until`], or `None` if it does not fit VMEM even after spilling what may be.
+    pub(crate) fn try_buf_until(
+        &mut self,
+        last_use: usize,
+        ty: ElementType,
+        dims: Vec<usize>,
+    ) -> CResult<Option<Buf>> {
+        let n = Self::array_bytes(ty, &dims)
             .ok_or_else(|| self.too_large("an array size overflows".into()))?;
-        let addr = self.vmem.alloc(n).ok_or_else(|| {
-            self.too_large(format!(
-                "a {n}-byte VMEM buffer does not fit: {} of vmem.bytes = {} in use (streaming \
-                 from HBM is not implemented yet)",
-                self.vmem.in_use,
-                self.vmem.capacity()
-            ))
-        })?;
+        let Some(addr) = self.vmem_alloc(n)? else {
+            return Ok(None);
+        };
         self.allocs.push(AllocInfo {
             depth: self.depth,
             addr,
@@ -709,13 +794,14 @@ impl<'a> Lowerer<'a> {
             hlo: self.e.b.current_hlo().unwrap_or("-").to_string(),
             from_pc: self.e.b.pc(),
             to_pc: None,
+            home: None,
         });
-        Ok(Buf {
+        Ok(Some(Buf {
             alloc: self.allocs.len() - 1,
             addr,
             ty,
             dims,
-        })
+        }))
     }
 
     pub(crate) fn too_large(&self, what: String) -> CompileError {
@@ -918,17 +1004,25 @@ impl<'a> Lowerer<'a> {
                     dtype(a.ty)
                         .ok_or_else(|| self.unsupported(format!("element type {}", a.ty)))?;
                 }
-                let buf = self.new_buf(p, a.ty, a.udims())?;
-                let addr = self.hbm_slot(buf.bytes(), name)?;
-                self.dma((Space::Vmem, buf.addr), (Space::Hbm, addr), buf.bytes())?;
-                (
-                    Place::Array(Slot {
-                        addr,
-                        ty: a.ty,
-                        dims: a.udims(),
-                    }),
-                    Val::Array(buf),
-                )
+                let slot = Slot {
+                    addr: 0,
+                    ty: a.ty,
+                    dims: a.udims(),
+                };
+                let addr = self.hbm_slot(slot.bytes(), name)?;
+                let slot = Slot { addr, ..slot };
+                let lu = self.last_use[p.index()];
+                // One that does not fit next to those before it starts spilled.
+                let val = match self.try_buf_until(lu, a.ty, a.udims())? {
+                    Some(buf) => {
+                        self.dma((Space::Vmem, buf.addr), (Space::Hbm, addr), buf.bytes())?;
+                        self.allocs[buf.alloc].home = Some(addr);
+                        Val::Array(buf)
+                    }
+                    None if self.depth == 0 => self.spilled_from_start(&slot, lu),
+                    None => return Err(self.no_room(slot.bytes())),
+                };
+                (Place::Array(slot), val)
             }
             hlo::Shape::Tuple(ts) => {
                 let mut places = Vec::new();
@@ -955,12 +1049,27 @@ impl<'a> Lowerer<'a> {
         dtype(a.data.element_type())
             .ok_or_else(|| self.unsupported(format!("element type {}", a.data.element_type())))?;
         let bytes = crate::io::to_bytes(a);
-        let buf = self.new_buf(h, a.data.element_type(), a.dims.clone())?;
+        let (ty, lu) = (a.data.element_type(), self.last_use[h.index()]);
         let addr = self.hbm_slot(bytes.len() as u64, &inst.name)?;
         let n = bytes.len() as u64;
         self.e.b.data(Space::Hbm, addr, bytes);
-        self.dma((Space::Vmem, buf.addr), (Space::Hbm, addr), n)?;
-        Ok(Val::Array(buf))
+        match self.try_buf_until(lu, ty, a.dims.clone())? {
+            Some(buf) => {
+                self.dma((Space::Vmem, buf.addr), (Space::Hbm, addr), n)?;
+                self.allocs[buf.alloc].home = Some(addr);
+                Ok(Val::Array(buf))
+            }
+            // One that does not fit next to those before it starts spilled.
+            None if self.depth == 0 => {
+                let slot = Slot {
+                    addr,
+                    ty,
+                    dims: a.dims.clone(),
+                };
+                Ok(self.spilled_from_start(&slot, lu))
+            }
+            None => Err(self.no_room(n)),
+        }
     }
 
     /// An index table (u32 per element) placed in HBM and copied into a temporary VMEM buffer.

@@ -17,13 +17,24 @@ pub fn on_chip(
     text: &str,
 ) -> (compiler::Compiled, System) {
     let arch = arch::ArchConfig::resolve("tpu-v4", &[] as &[&str]).unwrap();
+    on_arch(&arch, m, args, verify, text)
+}
+
+/// [`on_chip`] for another chip.
+pub fn on_arch(
+    arch: &arch::ArchConfig,
+    m: &hlo::VerifiedModule,
+    args: &[Literal],
+    verify: bool,
+    text: &str,
+) -> (compiler::Compiled, System) {
     let opts = CompileOptions {
         f32_dot_passes: 6,
         verify_between_passes: verify,
         ..CompileOptions::default()
     };
-    let c = compile(m, &arch, &opts).unwrap_or_else(|e| panic!("{}\n{text}", e.render("case")));
-    let mut sys = System::new(&arch, c.program.clone(), 1, SimOptions::default()).unwrap();
+    let c = compile(m, arch, &opts).unwrap_or_else(|e| panic!("{}\n{text}", e.render("case")));
+    let mut sys = System::new(arch, c.program.clone(), 1, SimOptions::default()).unwrap();
     let mut writes = Vec::new();
     for (p, a) in c.io.params.iter().zip(args) {
         compiler::io::literal_bytes(p, a, &mut writes).unwrap();
@@ -44,11 +55,24 @@ pub fn chip_matches_evaluator(text: &str, args: Vec<Literal>, seed: u64, tol: f6
 /// large unrolled expansions).
 pub fn chip_matches_evaluator_with(
     text: &str,
-    mut args: Vec<Literal>,
+    args: Vec<Literal>,
     seed: u64,
     tol: f64,
     verify: bool,
 ) {
+    let arch = arch::ArchConfig::resolve("tpu-v4", &[] as &[&str]).unwrap();
+    chip_matches_evaluator_on(&arch, text, args, seed, tol, verify);
+}
+
+/// As [`chip_matches_evaluator_with`] on chip `arch`; returns what the compiler made.
+pub fn chip_matches_evaluator_on(
+    arch: &arch::ArchConfig,
+    text: &str,
+    mut args: Vec<Literal>,
+    seed: u64,
+    tol: f64,
+    verify: bool,
+) -> compiler::Compiled {
     let m = hlo::parse(text).unwrap_or_else(|e| panic!("{}\n{text}", e.render("case", text)));
     let m = hlo::verified(m).unwrap_or_else(|e| panic!("{}\n{text}", e.render("case", text)));
     let mut g = Rng(seed);
@@ -57,7 +81,7 @@ pub fn chip_matches_evaluator_with(
         args.push(random_literal(s, &mut g).expect("a supported type"));
     }
     let want = eval::evaluate(&m, &args).unwrap_or_else(|e| panic!("evaluator: {e}\n{text}"));
-    let (c, mut sys) = on_chip(&m, &args, verify, text);
+    let (c, mut sys) = on_arch(arch, &m, &args, verify, text);
     sys.run().unwrap_or_else(|e| panic!("{e}\n{text}"));
     let hbm = sys.hbm(0).unwrap();
     let have = compiler::io::read_literal(&c.io.result, &mut |a, n| hbm.read_vec(a, n).ok())
@@ -71,4 +95,5 @@ pub fn chip_matches_evaluator_with(
     if let Err(e) = check_value(check, tol, None, &want, &have) {
         panic!("chip differs from the evaluator (seed {seed}): {e}\n{text}");
     }
+    c
 }

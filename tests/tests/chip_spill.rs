@@ -1,0 +1,132 @@
+//! Spilling: modules whose live values do not fit VMEM run on chip (values move to HBM and
+//! back) and give the evaluator's results.
+//!
+//! The chip is `mini` with VMEM shrunk (`vmem.bytes`) to a few values' worth, so small
+//! modules spill as much as large models do on the real 16 MiB.
+
+mod chip_common;
+
+use chip_common::chip_matches_evaluator_on;
+use proptest::prelude::*;
+
+/// The `mini` chip with `bytes` of VMEM.
+fn chip(bytes: u64) -> arch::ArchConfig {
+    arch::ArchConfig::resolve("mini", &[format!("vmem.bytes={bytes}")]).unwrap()
+}
+
+/// Element-wise ops the generator draws (each reads one or two values and makes one).
+const UNARY: [&str; 4] = ["tanh", "negate", "abs", "exponential"];
+const BINARY: [&str; 4] = ["add", "multiply", "maximum", "subtract"];
+
+/// A random straight-line module over `f32[r,c]` values: `params` parameters, then `steps`
+/// instructions that read values drawn from everything made so far (so many stay live), some
+/// through reshape aliases, tuples, and a while loop; the root is a tuple of the parameters and
+/// a few values.
+fn module(r: usize, c: usize, params: usize, picks: &[(u8, usize, usize)]) -> String {
+    let t = format!("f32[{r},{c}]");
+    let mut s = format!(
+        "HloModule spill\n\ncond {{\n  cp = (s32[], {t}) parameter(0)\n  ci = s32[] \
+         get-tuple-element(cp), index=0\n  cn = s32[] constant(3)\n  ROOT lt = pred[] \
+         compare(ci, cn), direction=LT\n}}\n\nbody {{\n  bp = (s32[], {t}) parameter(0)\n  \
+         bi = s32[] get-tuple-element(bp), index=0\n  bx = {t} get-tuple-element(bp), \
+         index=1\n  one = s32[] constant(1)\n  bj = s32[] add(bi, one)\n  by = {t} tanh(bx)\n  \
+         ROOT bq = (s32[], {t}) tuple(bj, by)\n}}\n\nENTRY e {{\n"
+    );
+    let mut names: Vec<String> = Vec::new();
+    for k in 0..params {
+        s += &format!("  p{k} = {t} parameter({k})\n");
+        names.push(format!("p{k}"));
+    }
+    for (k, &(op, a, b)) in picks.iter().enumerate() {
+        let x = names[a % names.len()].clone();
+        let y = names[b % names.len()].clone();
+        let v = format!("v{k}");
+        match op % 8 {
+            0 | 1 => s += &format!("  {v} = {t} {}({x})\n", UNARY[b % UNARY.len()]),
+            2..=4 => s += &format!("  {v} = {t} {}({x}, {y})\n", BINARY[a % BINARY.len()]),
+            5 => {
+                // Through a reshape alias and back.
+                s += &format!("  {v}f = f32[{}] reshape({x})\n", r * c);
+                s += &format!("  {v}n = f32[{}] negate({v}f)\n", r * c);
+                s += &format!("  {v} = {t} reshape({v}n)\n");
+            }
+            6 => {
+                // Through a tuple (an alias of both) and one of its elements.
+                s += &format!("  {v}t = ({t}, {t}) tuple({x}, {y})\n");
+                s += &format!("  {v}e = {t} get-tuple-element({v}t), index=1\n");
+                s += &format!("  {v} = {t} add({v}e, {x})\n");
+            }
+            _ => {
+                // A while loop on one value (no spilling inside; its operands come back).
+                s += &format!("  {v}z = s32[] constant(0)\n");
+                s += &format!("  {v}i = (s32[], {t}) tuple({v}z, {x})\n");
+                s += &format!("  {v}w = (s32[], {t}) while({v}i), condition=cond, body=body\n");
+                s += &format!("  {v} = {t} get-tuple-element({v}w), index=1\n");
+            }
+        }
+        names.push(v);
+    }
+    // The root: every parameter, the last value and a few others (all live to the end).
+    let n = names.len();
+    let mut root = vec![names[n - 1].clone()];
+    for k in (0..params).chain([n / 3, n / 2]) {
+        if !root.contains(&names[k]) {
+            root.push(names[k].clone());
+        }
+    }
+    let tys = vec![t.clone(); root.len()].join(", ");
+    s += &format!("  ROOT out = ({tys}) tuple({})\n}}\n", root.join(", "));
+    s
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Random modules on a VMEM of 6 to 9 values: every one spills (checked) and matches.
+    #[test]
+    fn random_modules_larger_than_vmem_spill_and_match_the_evaluator(
+        r in 4usize..24, c in 8usize..40, params in 2usize..12, fit in 6u64..10,
+        picks in proptest::collection::vec((any::<u8>(), any::<usize>(), any::<usize>()), 6..18),
+        seed in any::<u64>(),
+    ) {
+        let text = module(r, c, params, &picks);
+        let bytes = ((r * c * 4) as u64).div_ceil(64) * 64;
+        let compiled = chip_matches_evaluator_on(&chip(fit * bytes), &text, vec![], seed, 1e-5, false);
+        // The parameters are live to the end; with the first value they cannot all fit.
+        if params as u64 >= fit {
+            prop_assert!(compiled.stats.spill.spills > 0, "no spill:\n{text}");
+        }
+    }
+}
+
+/// Five parameters of 4 MiB on the real 16 MiB VMEM of `tpu-v4`, all live until the end:
+/// the parameters that do not fit start in HBM, results that are only returned go to HBM
+/// early, and everything matches.
+#[test]
+fn five_4_mib_parameters_live_together_on_a_16_mib_vmem() {
+    let text = "HloModule live\n\nENTRY e {\n  a = f32[1024,1024] parameter(0)\n  b = \
+                f32[1024,1024] parameter(1)\n  c = f32[1024,1024] parameter(2)\n  d = \
+                f32[1024,1024] parameter(3)\n  x = f32[1024,1024] parameter(4)\n  ta = \
+                f32[1024,1024] tanh(a)\n  tb = f32[1024,1024] tanh(b)\n  s1 = f32[1024,1024] \
+                add(ta, tb)\n  s2 = f32[1024,1024] add(s1, c)\n  s3 = f32[1024,1024] \
+                multiply(s2, d)\n  s4 = f32[1024,1024] add(s3, x)\n  ROOT r = \
+                (f32[1024,1024], f32[1024,1024], f32[1024,1024], f32[1024,1024]) tuple(s4, ta, \
+                tb, a)\n}\n";
+    let v4 = arch::ArchConfig::preset("tpu-v4").unwrap();
+    let c = chip_matches_evaluator_on(&v4, text, vec![], 7, 1e-5, false);
+    assert!(c.stats.spill.spills > 0, "{:?}", c.stats.spill);
+}
+
+/// A value that alone is larger than VMEM cannot be spilled around: a clear error, not a
+/// wrong answer.
+#[test]
+fn a_single_value_larger_than_vmem_is_refused_with_its_size() {
+    let text = "HloModule big\n\nENTRY e {\n  a = f32[64,64] parameter(0)\n  ROOT t = \
+                f32[64,64] tanh(a)\n}\n";
+    let m = hlo::verified(hlo::parse(text).unwrap()).unwrap();
+    let err = compiler::compile(&m, &chip(8192), &compiler::CompileOptions::default())
+        .err()
+        .expect("16 KiB values on an 8 KiB VMEM");
+    let msg = err.render("big.hlo");
+    assert!(msg.contains("16384-byte VMEM buffer does not fit"), "{msg}");
+}
