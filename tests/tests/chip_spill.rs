@@ -124,9 +124,9 @@ fn a_single_value_larger_than_vmem_is_refused_with_its_size() {
     let text = "HloModule big\n\nENTRY e {\n  a = f32[64,64] parameter(0)\n  ROOT t = \
                 f32[64,64] tanh(a)\n}\n";
     let m = hlo::verified(hlo::parse(text).unwrap()).unwrap();
-    let err = compiler::compile(&m, &chip(8192), &compiler::CompileOptions::default())
-        .err()
-        .expect("16 KiB values on an 8 KiB VMEM");
+    let Err(err) = compiler::compile(&m, &chip(8192), &compiler::CompileOptions::default()) else {
+        panic!("16 KiB values compiled for an 8 KiB VMEM");
+    };
     let msg = err.render("big.hlo");
     assert!(msg.contains("16384-byte VMEM buffer does not fit"), "{msg}");
 }
