@@ -171,6 +171,17 @@ impl Lowerer<'_> {
     }
 }
 
+/// Whether `op` is an element-wise op with operands (the ones [`compute_into`] computes).
+pub(crate) fn is_elementwise(op: Opcode) -> bool {
+    let p = PROBE;
+    unary(op, p, p, 0, DType::F32).is_some()
+        || binary(op, p, p, p, 0, DType::F32).is_some()
+        || matches!(
+            op,
+            Opcode::Compare | Opcode::Select | Opcode::Clamp | Opcode::Convert
+        )
+}
+
 /// Lowers element-wise instructions; `None` if `h` is not one.
 pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     let inst = &l.comp().insts[h];
@@ -180,112 +191,136 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         Ok(s) => s,
         Err(_) => return Ok(None),
     };
-    let probe = PROBE;
-    let is_unary = unary(op, probe, probe, 0, DType::F32).is_some();
-    let is_binary = binary(op, probe, probe, probe, 0, DType::F32).is_some();
-    let v = if is_unary {
-        let a = l.arr(ops[0])?;
+    if op == Opcode::Iota {
+        l.vty(ty)?;
+        let hlo::View::Iota { dimension: d } = inst.view() else {
+            return Err(crate::CompileError::Internal(
+                "iota without a dimension".into(),
+            ));
+        };
+        let div: usize = dims[d + 1..].iter().product();
+        let modulo = dims[d];
+        let out = l.new_buf(h, ty, dims.clone())?;
+        l.iota_into(&out, div as u64, modulo as u64)?;
+        return Ok(Some(Val::Array(out)));
+    }
+    if !is_elementwise(op) {
+        return Ok(None);
+    }
+    let args = ops
+        .iter()
+        .map(|&o| l.arr(o))
+        .collect::<CResult<Vec<Buf>>>()?;
+    check(l, h, &args)?;
+    let out = l.new_buf(h, ty, dims)?;
+    compute_into(l, h, &out, &args)?;
+    Ok(Some(Val::Array(out)))
+}
+
+/// Refuses element types the VPU cannot compute `h` in (before any buffer is taken).
+pub(crate) fn check(l: &Lowerer<'_>, h: InstId, args: &[Buf]) -> CResult<()> {
+    let op = l.comp().insts[h].opcode;
+    let p = PROBE;
+    let Some(a) = args.first() else {
+        return Ok(());
+    };
+    if unary(op, p, p, 0, DType::F32).is_some() {
+        l.vty(a.ty)?;
+        check_unary_type(l, op, a.ty)
+    } else if binary(op, p, p, p, 0, DType::F32).is_some() {
+        check_binary_type(l, op, a.ty)
+    } else if op == Opcode::Select {
+        l.vty(args.get(1).unwrap_or(a).ty).map(|_| ())
+    } else {
+        l.vty(a.ty).map(|_| ())
+    }
+}
+
+/// Computes element-wise instruction `h` of `args` (its operands' arrays, or the same chunk of
+/// each: element counts equal, or 1 for a scalar select predicate or clamp bound) into `out`.
+pub(crate) fn compute_into(l: &mut Lowerer<'_>, h: InstId, out: &Buf, args: &[Buf]) -> CResult<()> {
+    let inst = &l.comp().insts[h];
+    let op = inst.opcode;
+    let p = PROBE;
+    if unary(op, p, p, 0, DType::F32).is_some() {
+        let a = &args[0];
         let t = l.vty(a.ty)?;
         check_unary_type(l, op, a.ty)?;
-        let out = l.new_buf(h, ty, dims)?;
-        l.vpu_map(&out, &[&a], &mut |d, s, n| {
+        l.vpu_map(out, &[a], &mut |d, s, n| {
             unary(op, d, s[0], n, t).expect("unary")
         });
-        out
-    } else if is_binary {
-        let a = l.arr(ops[0])?;
-        let b = l.arr(ops[1])?;
-        check_binary_type(l, op, a.ty)?;
-        let out = l.new_buf(h, ty, dims)?;
-        l.binop(op, &out, &a, &b)?;
-        out
-    } else {
-        match op {
-            Opcode::Compare => {
-                let a = l.arr(ops[0])?;
-                let b = l.arr(ops[1])?;
-                l.vty(a.ty)?;
-                let hlo::View::Compare {
-                    direction: dir,
-                    comparison_type,
-                } = inst.view()
-                else {
-                    return Err(crate::CompileError::Internal(
-                        "compare without a direction".into(),
-                    ));
-                };
-                let total = comparison_type == Some(ComparisonType::TotalOrder);
-                let out = l.new_buf(h, ty, dims)?;
-                l.cmp_into(&out, dir, &a, &b, total)?;
-                out
-            }
-            Opcode::Select => {
-                let p = l.arr(ops[0])?;
-                let a = l.arr(ops[1])?;
-                let b = l.arr(ops[2])?;
-                let t = l.vty(a.ty)?;
-                let p = if p.elems() == 1 && a.elems() != 1 {
-                    l.splat(&p, a.elems())?
-                } else {
-                    p
-                };
-                let out = l.new_buf(h, ty, dims)?;
-                l.vpu_map(&out, &[&p, &a, &b], &mut |d, s, n| Inst::VSelect {
-                    dst: d,
-                    p: s[0],
-                    a: s[1],
-                    b: s[2],
-                    n,
-                    t,
-                    wait: None,
-                    signal: None,
-                });
-                out
-            }
-            Opcode::Clamp => {
-                // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi may be scalars.
-                let lo = l.arr(ops[0])?;
-                let x = l.arr(ops[1])?;
-                let hi = l.arr(ops[2])?;
-                let n = x.elems();
-                let lo = if lo.elems() != n {
-                    l.splat(&lo, n)?
-                } else {
-                    lo
-                };
-                let hi = if hi.elems() != n {
-                    l.splat(&hi, n)?
-                } else {
-                    hi
-                };
-                let out = l.new_buf(h, ty, dims)?;
-                l.binop(Opcode::Maximum, &out, &x, &lo)?;
-                l.binop(Opcode::Minimum, &out, &out, &hi)?;
-                out
-            }
-            Opcode::Convert => {
-                let a = l.arr(ops[0])?;
-                let out = l.new_buf(h, ty, dims)?;
-                l.convert(&out, &a)?;
-                out
-            }
-            Opcode::Iota => {
-                l.vty(ty)?;
-                let hlo::View::Iota { dimension: d } = inst.view() else {
-                    return Err(crate::CompileError::Internal(
-                        "iota without a dimension".into(),
-                    ));
-                };
-                let div: usize = dims[d + 1..].iter().product();
-                let modulo = dims[d];
-                let out = l.new_buf(h, ty, dims.clone())?;
-                l.iota_into(&out, div as u64, modulo as u64)?;
-                out
-            }
-            _ => return Ok(None),
+        return Ok(());
+    }
+    if binary(op, p, p, p, 0, DType::F32).is_some() {
+        check_binary_type(l, op, args[0].ty)?;
+        return l.binop(op, out, &args[0], &args[1]);
+    }
+    match op {
+        Opcode::Compare => {
+            let (a, b) = (&args[0], &args[1]);
+            l.vty(a.ty)?;
+            let hlo::View::Compare {
+                direction: dir,
+                comparison_type,
+            } = inst.view()
+            else {
+                return Err(crate::CompileError::Internal(
+                    "compare without a direction".into(),
+                ));
+            };
+            let total = comparison_type == Some(ComparisonType::TotalOrder);
+            l.cmp_into(out, dir, a, b, total)
         }
-    };
-    Ok(Some(Val::Array(v)))
+        Opcode::Select => {
+            let (a, b) = (&args[1], &args[2]);
+            let t = l.vty(a.ty)?;
+            let splat = args[0].elems() == 1 && a.elems() != 1;
+            let p = if splat {
+                l.splat(&args[0], a.elems())?
+            } else {
+                args[0].clone()
+            };
+            l.vpu_map(out, &[&p, a, b], &mut |d, s, n| Inst::VSelect {
+                dst: d,
+                p: s[0],
+                a: s[1],
+                b: s[2],
+                n,
+                t,
+                wait: None,
+                signal: None,
+            });
+            if splat {
+                l.release(&p);
+            }
+            Ok(())
+        }
+        Opcode::Clamp => {
+            // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi may be scalars.
+            let x = &args[1];
+            let n = x.elems();
+            if args[0].elems() != n {
+                let lo = l.splat(&args[0], n)?;
+                l.binop(Opcode::Maximum, out, x, &lo)?;
+                l.release(&lo);
+            } else {
+                l.binop(Opcode::Maximum, out, x, &args[0])?;
+            }
+            if args[2].elems() != n {
+                let hi = l.splat(&args[2], n)?;
+                l.binop(Opcode::Minimum, out, out, &hi)?;
+                l.release(&hi);
+                Ok(())
+            } else {
+                l.binop(Opcode::Minimum, out, out, &args[2])
+            }
+        }
+        Opcode::Convert => l.convert(out, &args[0]),
+        _ => Err(crate::CompileError::Internal(format!(
+            "{} is not element-wise",
+            op.name()
+        ))),
+    }
 }
 
 pub(crate) fn check_unary_type(l: &Lowerer<'_>, op: Opcode, ty: ElementType) -> CResult<()> {

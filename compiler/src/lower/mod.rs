@@ -34,6 +34,7 @@ pub mod select_scatter;
 pub mod sendrecv;
 pub mod sort;
 pub mod spill;
+pub mod stream_ew;
 pub mod variadic;
 
 use crate::error::{CResult, CompileError};
@@ -146,6 +147,8 @@ pub struct LowerStats {
     pub emit: emit::EmitStats,
     /// The collectives, in program order (for the α-β report).
     pub collectives: Vec<sim::ici_model::Collective>,
+    /// Element-wise regions streamed from HBM to HBM ([`stream_ew`]).
+    pub ew_streams: u64,
     /// Values moved between VMEM and HBM because the live ones did not fit ([`spill`]).
     pub spill: spill::SpillStats,
     /// What the infeed stream carries, in program order (infeeds and host recvs).
@@ -212,6 +215,8 @@ pub struct Lowerer<'a> {
     inst_first_alloc: usize,
     /// Per entry instruction: the positions of its readers, ascending.
     users_at: Vec<Vec<usize>>,
+    /// Streamed element-wise regions by root instruction index ([`stream_ew`]).
+    ew_regions: Vec<Option<stream_ew::Region>>,
 }
 
 /// The devices a verified module runs on (`replica_count × num_partitions`).
@@ -290,12 +295,48 @@ impl<'a> Lowerer<'a> {
             }
         }
         last_use[c.root.index()] = usize::MAX;
+        let mut users: Vec<Vec<InstId>> = vec![Vec::new(); c.insts.len()];
+        for (h, i) in c.insts.iter() {
+            for o in &i.operands {
+                users[o.index()].push(h);
+            }
+        }
+        // Instructions in a streamed dot's epilogue (decided again below, with the plan).
+        let mut epilogue = vec![false; c.insts.len()];
+        for h in c.insts.handles() {
+            if c.insts[h].opcode == Opcode::Dot && dot::streamable(m, h, &users, arch) {
+                epilogue[h.index()] = true;
+                for u in dot::stream_chain(m, h, &users).unwrap_or_default() {
+                    epilogue[u.index()] = true;
+                }
+            }
+        }
+        let ew = stream_ew::plan(m, arch.vmem.bytes, &users, &epilogue);
         let mut users_at = vec![Vec::new(); c.insts.len()];
         for (k, h) in order.iter().enumerate() {
             for o in &c.insts[*h].operands {
                 let us: &mut Vec<usize> = &mut users_at[o.index()];
                 if us.last() != Some(&k) {
                     us.push(k);
+                }
+            }
+        }
+        // A region is lowered at its root: what its members read lives until then.
+        for reg in ew.regions.iter().flatten() {
+            let r = pos[reg.members[reg.members.len() - 1].index()];
+            for &mb in &reg.members {
+                for &o in &c.insts[mb].operands {
+                    let o = match reg.lazy.iter().find(|(b, _)| *b == o) {
+                        Some(_) => c.insts[o].operands[0],
+                        None => o,
+                    };
+                    if last_use[o.index()] != usize::MAX {
+                        last_use[o.index()] = last_use[o.index()].max(r);
+                    }
+                    let us: &mut Vec<usize> = &mut users_at[o.index()];
+                    if let Err(k) = us.binary_search(&r) {
+                        us.insert(k, r);
+                    }
                 }
             }
         }
@@ -332,7 +373,11 @@ impl<'a> Lowerer<'a> {
             touched: Default::default(),
             inst_first_alloc: 0,
             users_at,
+            ew_regions: ew.regions,
         };
+        for &f in &ew.fused {
+            l.fused[f.index()] = true;
+        }
         // Only core 0 works; the others go straight to the final halt.
         let done = l.e.b.new_label();
         if arch.cores_per_chip > 1 {
@@ -353,12 +398,6 @@ impl<'a> Lowerer<'a> {
         // streamed dots and collectives read it.
         let params = c.parameters();
         let mut io_params = Vec::new();
-        let mut users: Vec<Vec<InstId>> = vec![Vec::new(); c.insts.len()];
-        for (h, i) in c.insts.iter() {
-            for o in &i.operands {
-                users[o.index()].push(h);
-            }
-        }
         let streamable: Vec<bool> = c
             .insts
             .handles()
@@ -369,10 +408,16 @@ impl<'a> Lowerer<'a> {
             l.pos = pos[p.index()];
             l.e.b.begin_hlo(&c.insts[p].name);
             let shape = c.insts[p].shape.clone();
+            let in_region = |u: InstId| {
+                let r = l.ew_regions.iter().flatten();
+                r.clone().any(|g| g.members.contains(&u))
+            };
             let hbm_only = !users[p.index()].is_empty()
-                && users[p.index()]
-                    .iter()
-                    .all(|u| streamable[u.index()] || collective::streamable(m, *u, &users, arch))
+                && users[p.index()].iter().all(|u| {
+                    streamable[u.index()]
+                        || collective::streamable(m, *u, &users, arch)
+                        || in_region(*u)
+                })
                 && c.root != p;
             let (place, val) = if hbm_only {
                 l.input_in_hbm(&shape, &c.insts[p].name)?
@@ -427,7 +472,10 @@ impl<'a> Lowerer<'a> {
             l.inst_first_alloc = l.allocs.len();
             if l.vals[h.index()].is_none() {
                 l.e.b.begin_hlo(&inst.name);
-                if !l.fused[h.index()] && l.stream[h.index()].is_none() {
+                if !l.fused[h.index()]
+                    && l.stream[h.index()].is_none()
+                    && l.ew_regions[h.index()].is_none()
+                {
                     l.reload_operands(h)?;
                 }
                 if matches!(inst.opcode, Opcode::While | Opcode::Conditional) {
@@ -439,7 +487,10 @@ impl<'a> Lowerer<'a> {
             l.free_dead(k);
             l.drop_dead_spills(k);
             if let Some(&n) = order.get(k + 1) {
-                if !l.fused[n.index()] && l.stream[n.index()].is_none() {
+                if !l.fused[n.index()]
+                    && l.stream[n.index()].is_none()
+                    && l.ew_regions[n.index()].is_none()
+                {
                     l.span = c.insts[n].span;
                     l.prefetch_operands(n)?;
                 }
@@ -488,6 +539,9 @@ impl<'a> Lowerer<'a> {
         if let Some(v) = self.lower_stream(h)? {
             return Ok(v);
         }
+        if let Some(v) = self.lower_ew_region(h)? {
+            return Ok(v);
+        }
         let c = self.comp();
         let inst = &c.insts[h];
         use Opcode as O;
@@ -518,8 +572,19 @@ impl<'a> Lowerer<'a> {
                 }
             }
             O::Reshape | O::Bitcast => {
-                let b = self.arr(inst.operands[0])?;
                 let out = self.out_shape(h)?;
+                if let Val::Hbm(s) = self.val(inst.operands[0])? {
+                    // An array in HBM (streamed or spilled): the same bytes, other dims.
+                    if out.0 != s.ty {
+                        return Err(
+                            self.unsupported(format!("{} changing the element type", inst.opcode))
+                        );
+                    }
+                    let v = Val::Hbm(Slot { dims: out.1, ..s });
+                    self.extend_life(&v, h);
+                    return Ok(v);
+                }
+                let b = self.arr(inst.operands[0])?;
                 if out.0 != b.ty {
                     return Err(
                         self.unsupported(format!("{} changing the element type", inst.opcode))

@@ -128,6 +128,41 @@ impl Lowerer<'_> {
         }
     }
 
+    /// `dst = broadcast(src)` with `src`'s dimension `i` at `dst`'s dimension `bd[i]`.
+    pub(crate) fn broadcast_into(&mut self, out: &Buf, src: &Buf, bd: &[usize]) -> CResult<()> {
+        let (ty, dims) = (out.ty, &out.dims);
+        let r = dims.len();
+        let k = bd.len();
+        let increasing = bd.windows(2).all(|w| w[0] < w[1]);
+        let trailing = bd.iter().enumerate().all(|(i, &d)| d == r - k + i);
+        if src.elems() == 1 {
+            self.bcast_rows(out, src, out.elems())?;
+        } else if increasing && trailing {
+            let rows = out.elems() / src.elems().max(1);
+            self.bcast_rows(out, src, rows)?;
+        } else if increasing {
+            // Broadcast to [other dims..., operand dims...], then permute into place.
+            let others: Vec<usize> = (0..r).filter(|d| !bd.contains(d)).collect();
+            let mut tdims: Vec<usize> = others.iter().map(|&d| dims[d]).collect();
+            tdims.extend(bd.iter().map(|&d| dims[d]));
+            let tmp = self.tmp(ty, tdims)?;
+            let rows = tmp.elems() / src.elems().max(1);
+            self.bcast_rows(&tmp, src, rows)?;
+            // Output dim d comes from tmp dim pos(d).
+            let mut from = vec![0; r];
+            for (i, &d) in others.iter().chain(bd.iter()).enumerate() {
+                from[d] = i;
+            }
+            self.permute_into(out, &tmp, &from)?;
+            self.release(&tmp);
+        } else {
+            self.gather_by(out, src, |idx, ss| {
+                bd.iter().enumerate().map(|(i, &d)| idx[d] * ss[i]).sum()
+            })?;
+        }
+        Ok(())
+    }
+
     /// `dst = transpose(src, perm)` (`dst.dims[i] = src.dims[perm[i]]`).
     pub(crate) fn permute_into(&mut self, dst: &Buf, src: &Buf, perm: &[usize]) -> CResult<()> {
         // Size-1 dimensions do not move data: drop them and renumber the rest, then merge runs
@@ -236,35 +271,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
             let hlo::View::Broadcast { dimensions } = view else {
                 return Err(CompileError::Internal("broadcast view".into()));
             };
-            let bd = dims_of(dimensions);
-            let r = dims.len();
-            let k = bd.len();
-            let increasing = bd.windows(2).all(|w| w[0] < w[1]);
-            let trailing = bd.iter().enumerate().all(|(i, &d)| d == r - k + i);
-            if src.elems() == 1 {
-                l.bcast_rows(&out, &src, out.elems())?;
-            } else if increasing && trailing {
-                let rows = out.elems() / src.elems().max(1);
-                l.bcast_rows(&out, &src, rows)?;
-            } else if increasing {
-                // Broadcast to [other dims..., operand dims...], then permute into place.
-                let others: Vec<usize> = (0..r).filter(|d| !bd.contains(d)).collect();
-                let mut tdims: Vec<usize> = others.iter().map(|&d| dims[d]).collect();
-                tdims.extend(bd.iter().map(|&d| dims[d]));
-                let tmp = l.tmp(ty, tdims)?;
-                let rows = tmp.elems() / src.elems().max(1);
-                l.bcast_rows(&tmp, &src, rows)?;
-                // Output dim d comes from tmp dim pos(d).
-                let mut from = vec![0; r];
-                for (i, &d) in others.iter().chain(bd.iter()).enumerate() {
-                    from[d] = i;
-                }
-                l.permute_into(&out, &tmp, &from)?;
-            } else {
-                l.gather_by(&out, &src, |idx, ss| {
-                    bd.iter().enumerate().map(|(i, &d)| idx[d] * ss[i]).sum()
-                })?;
-            }
+            l.broadcast_into(&out, &src, &dims_of(dimensions))?;
         }
         Opcode::Transpose => {
             let hlo::View::Transpose { permutation } = view else {

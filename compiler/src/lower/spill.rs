@@ -140,13 +140,39 @@ impl Lowerer<'_> {
     /// Registers an array that starts in HBM at `slot` (a parameter or constant that did not
     /// fit VMEM) as a spilled value read until `last_use`.
     pub(crate) fn spilled_from_start(&mut self, slot: &Slot, last_use: usize) -> Val {
+        self.stats.spill.spills += 1;
+        self.in_hbm(slot, last_use)
+    }
+
+    /// An array computed into HBM at `slot` (read until `last_use`): a reader that needs it
+    /// in VMEM reloads it like a spilled value.
+    pub(crate) fn in_hbm(&mut self, slot: &Slot, last_use: usize) -> Val {
         self.spills.push(SpillRec {
             hbm: slot.addr,
             bytes: slot.bytes(),
             last_use,
         });
-        self.stats.spill.spills += 1;
         Val::Hbm(slot.clone())
+    }
+
+    /// The array value of `h` in VMEM (reloaded first if it was spilled).
+    pub(crate) fn vmem_value(&mut self, h: InstId) -> CResult<super::Buf> {
+        if let Val::Hbm(s) = self.val(h)? {
+            if let Some(k) = self.spill_of(s.addr) {
+                self.reload(k)?;
+            }
+        }
+        self.arr(h)
+    }
+
+    /// Position of the last reader of entry value `h`.
+    pub(crate) fn last_use_of(&self, h: InstId) -> usize {
+        self.last_use[h.index()]
+    }
+
+    /// The largest block of VMEM free now.
+    pub(crate) fn vmem_largest_free(&self) -> u64 {
+        self.vmem.largest_free()
     }
 
     /// The spill record holding HBM byte `addr`, if it is one.
@@ -162,15 +188,11 @@ impl Lowerer<'_> {
     }
 
     /// Brings every spilled leaf of `h`'s operands back to VMEM (before `h` is lowered), except
-    /// where `h` only passes values along (tuples, get-tuple-element): those keep pointing
-    /// into HBM until a reader needs them.
+    /// where `h` only passes values along ([`passes_along`]): those keep pointing into HBM
+    /// until a reader needs them.
     pub(crate) fn reload_operands(&mut self, h: InstId) -> CResult<()> {
         let inst = &self.comp().insts[h];
-        if matches!(
-            inst.opcode,
-            Opcode::Tuple | Opcode::GetTupleElement | Opcode::OptimizationBarrier
-        ) || self.spills.is_empty()
-        {
+        if passes_along(inst.opcode) || self.spills.is_empty() {
             return Ok(());
         }
         let ops = inst.operands.clone();
@@ -193,13 +215,7 @@ impl Lowerer<'_> {
     /// already issued.
     pub(crate) fn prefetch_operands(&mut self, next: InstId) -> CResult<()> {
         let inst = &self.comp().insts[next];
-        if self.spills.is_empty()
-            || !self.may_spill()
-            || matches!(
-                inst.opcode,
-                Opcode::Tuple | Opcode::GetTupleElement | Opcode::OptimizationBarrier
-            )
-        {
+        if self.spills.is_empty() || !self.may_spill() || passes_along(inst.opcode) {
             return Ok(());
         }
         let mut slots = Vec::new();
@@ -276,9 +292,15 @@ impl Lowerer<'_> {
             .into_iter()
             .map(|c| sub_need(m, c))
             .fold(leaf_bytes(&inst.shape), u64::saturating_add);
+        self.make_room(need)
+    }
+
+    /// Spills (furthest next use first) until a block of `need` bytes is free or nothing
+    /// more may move.
+    pub(crate) fn make_room(&mut self, need: u64) -> CResult<()> {
         let need = need.min(self.vmem.capacity());
         // In one block: the buffers are of any sizes.
-        while self.vmem.largest_free() < need {
+        while self.may_spill() && self.vmem.largest_free() < need {
             if !self.evict_one()? {
                 break;
             }
@@ -297,6 +319,18 @@ impl Lowerer<'_> {
             }
         }
     }
+}
+
+/// Ops that only pass values along (aliases): an operand in HBM stays there.
+fn passes_along(op: Opcode) -> bool {
+    matches!(
+        op,
+        Opcode::Tuple
+            | Opcode::GetTupleElement
+            | Opcode::OptimizationBarrier
+            | Opcode::Reshape
+            | Opcode::Bitcast
+    )
 }
 
 /// The VMEM that computation `c` and those it calls could allocate at most: every result that
