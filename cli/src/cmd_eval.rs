@@ -304,8 +304,8 @@ fn check_output_size(a: &EvalArgs, results: &[(Literal, HostIo)]) -> anyhow::Res
     .map_err(|e| crate::bounded::over(&file, e))
 }
 
-/// Evaluator options with the run's budget.
-fn eval_options() -> EvalOptions {
+/// Evaluator options with the run's budget (`--max-memory`, `--max-work`).
+pub(crate) fn eval_options() -> EvalOptions {
     EvalOptions {
         budget: crate::bounded::budget(),
         ..EvalOptions::default()

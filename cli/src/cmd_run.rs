@@ -220,6 +220,13 @@ fn print_compile_summary(c: &Compiled, arch: &arch::ArchConfig) {
         "synchronization: {} sem.wait, {} fence; {} s.li for address bases",
         c.stats.emit.waits, c.stats.emit.fences, c.stats.emit.base_loads
     );
+    if c.stats.ew_streams + c.stats.late_streams > 0 {
+        println!(
+            "streamed from HBM (values larger than a quarter of VMEM): {} element-wise regions, \
+             {} dots on core 0",
+            c.stats.ew_streams, c.stats.late_streams
+        );
+    }
     let sp = &c.stats.spill;
     if sp.spills > 0 {
         println!(
@@ -882,7 +889,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                             },
                         })
                         .collect();
-                    eval::replica::run_replicas(&module, inputs, &Default::default())
+                    eval::replica::run_replicas(&module, inputs, &crate::cmd_eval::eval_options())
                         .map(|o| o.into_iter().map(|r| r.result).collect())
                 } else if !infeed.is_empty() {
                     let input = eval::ReplicaInput {
@@ -892,10 +899,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                             ..Default::default()
                         },
                     };
-                    eval::corpus::run_module(&module, vec![input], &Default::default())
+                    eval::corpus::run_module(&module, vec![input], &crate::cmd_eval::eval_options())
                         .map(|o| o.into_iter().map(|(r, _)| r).collect())
                 } else {
-                    eval::evaluate(&module, &args[0]).map(|v| vec![v])
+                    eval::Evaluator::new(&module)
+                        .with_options(crate::cmd_eval::eval_options())
+                        .run(&args[0], &mut eval::SingleReplica::default())
+                        .map(|v| vec![v])
                 }
                 .map_err(|e| user(format!("{}: evaluator: {e}", file.display())))?;
                 (
@@ -1064,6 +1074,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             "ideal_mxu_cycles": ideal_mxu_cycles,
             "instructions": c.program.code.len(),
             "vmem_peak_bytes": c.stats.vmem_peak,
+            "streamed": {
+                "element_wise_regions": c.stats.ew_streams,
+                "late_dots": c.stats.late_streams,
+            },
             "spill": {
                 "spills": c.stats.spill.spills,
                 "spill_bytes": c.stats.spill.spill_bytes,

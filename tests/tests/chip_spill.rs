@@ -222,3 +222,63 @@ fn a_value_larger_than_vmem_that_cannot_stream_is_refused_with_its_size() {
     assert!(msg.contains("16384-byte VMEM buffer does not fit"), "{msg}");
     assert!(msg.starts_with("big.hlo:6:"), "{msg}");
 }
+
+/// An MLP whose hidden activations (`f32[256,1024]`, 1 MiB) are larger than a quarter of a
+/// 2 MiB VMEM: the first dot streams its result to HBM where it stands (its reader is not the
+/// module's result), bias and ReLU and the bf16 convert stream as one region, and the second
+/// dot streams from that HBM value. Bit-identical to the same module on the full 16 MiB (all
+/// in VMEM), and within bf16 rounding of the evaluator (outputs are about 1000; a hidden value
+/// that rounds the other way to bf16 moves an output by up to about 1).
+#[test]
+fn an_mlp_with_hidden_activations_larger_than_vmem_streams_dot_to_dot() {
+    let text = "HloModule mlp\n\nENTRY e {\n  x = bf16[256,512] parameter(0)\n  w1 = \
+                bf16[512,1024] parameter(1)\n  b1 = f32[1024] parameter(2)\n  w2 = \
+                bf16[1024,512] parameter(3)\n  h = f32[256,1024] dot(x, w1), \
+                lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  bb = f32[256,1024] \
+                broadcast(b1), dimensions={1}\n  hb = f32[256,1024] add(h, bb)\n  z = f32[] \
+                constant(0)\n  zb = f32[256,1024] broadcast(z), dimensions={}\n  r = \
+                f32[256,1024] maximum(hb, zb)\n  rb = bf16[256,1024] convert(r)\n  ROOT o = \
+                f32[256,512] dot(rb, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+    let m = hlo::verified(hlo::parse(text).unwrap()).unwrap();
+    let mut g = systole_tests::Rng(11);
+    let args: Vec<hlo::Literal> = m
+        .entry()
+        .program_shape()
+        .params
+        .iter()
+        .map(|s| systole_tests::random_literal(s, &mut g).unwrap())
+        .collect();
+    let small = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=2097152"]).unwrap();
+    let c = chip_matches_evaluator_on(&small, text, args.clone(), 11, 2.0, false);
+    assert_eq!(c.stats.late_streams, 2, "both dots stream where they stand");
+    assert_eq!(
+        c.stats.ew_streams, 1,
+        "bias, relu and convert in one region"
+    );
+    let run = |a: &arch::ArchConfig| {
+        let (c, mut sys) = chip_common::on_arch(a, &m, &args, false, text);
+        sys.run().unwrap();
+        let hbm = sys.hbm(0).unwrap();
+        compiler::io::read_literal(&c.io.result, &mut |a, n| hbm.read_vec(a, n).ok()).unwrap()
+    };
+    let full = arch::ArchConfig::preset("tpu-v4").unwrap();
+    assert_eq!(
+        run(&small),
+        run(&full),
+        "streamed and VMEM-resident results differ"
+    );
+}
+
+/// An int8 dot whose `s32[512,1024]` result (2 MiB) is larger than VMEM allows to keep, read
+/// by an element-wise op and returned too (so not a streamed dot with an epilogue): streamed
+/// on core 0 where it stands, bit-exact.
+#[test]
+fn an_int8_dot_with_a_result_larger_than_vmem_streams_where_it_stands_bit_exact() {
+    let text = "HloModule q\n\nENTRY e {\n  x = s8[512,256] parameter(0)\n  w = s8[256,1024] \
+                parameter(1)\n  h = s32[512,1024] dot(x, w), lhs_contracting_dims={1}, \
+                rhs_contracting_dims={0}\n  n = s32[512,1024] negate(h)\n  ROOT t = \
+                (s32[512,1024], s32[512,1024]) tuple(n, h)\n}\n";
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=2097152"]).unwrap();
+    let c = chip_matches_evaluator_on(&arch, text, vec![], 5, 0.0, false);
+    assert_eq!(c.stats.late_streams, 1);
+}

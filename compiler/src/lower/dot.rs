@@ -514,6 +514,62 @@ pub(crate) fn emit_op(l: &mut Lowerer<'_>, q: u8, op: &MxuOp, mode: MxuDtype, iw
     }
 }
 
+/// The shape of a dot the streamed schedule ([`super::dot_stream`]) computes.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamForm {
+    /// Batch, rows, contraction and columns.
+    pub nb: usize,
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    /// The MXU mode of its operands.
+    pub mode: arch::MxuDtype,
+}
+
+/// Dot `h` of computation `c` if it is in the streamed schedule's form: operands of a native
+/// MXU type (bf16 or s8), the accumulator type as result, canonical dimension order (batch
+/// first, `lhs[B][M][K]`, `rhs[B][K][N]`), static shapes.
+pub fn stream_form(c: &hlo::Computation, h: InstId) -> Option<StreamForm> {
+    let inst = &c.insts[h];
+    if inst.opcode != Opcode::Dot || inst.operands.len() != 2 {
+        return None;
+    }
+    let ls = c.insts[inst.operands[0]].shape.as_array()?;
+    let rs = c.insts[inst.operands[1]].shape.as_array()?;
+    let os = inst.shape.as_array()?;
+    let mode = match (ls.ty, rs.ty, os.ty) {
+        (ElementType::BF16, ElementType::BF16, ElementType::F32) => arch::MxuDtype::Bf16,
+        (ElementType::S8, ElementType::S8, ElementType::S32) => arch::MxuDtype::Int8,
+        _ => return None,
+    };
+    if ls.is_dynamic() || rs.is_dynamic() {
+        return None;
+    }
+    let hlo::View::Dot(a) = inst.view() else {
+        return None;
+    };
+    let (lb, rb, lc, rc) = (
+        a.lhs_batch,
+        a.rhs_batch,
+        a.lhs_contracting,
+        a.rhs_contracting,
+    );
+    let nbd = lb.len() as i64;
+    let lr = ls.dims.len() as i64;
+    let seq = |xs: &[i64], from: i64| xs.iter().enumerate().all(|(i, &d)| d == from + i as i64);
+    let canonical =
+        seq(lb, 0) && seq(rb, 0) && seq(lc, lr - lc.len() as i64) && seq(rc, nbd) && !lc.is_empty();
+    if !canonical {
+        return None;
+    }
+    let (ld, rd) = (ls.udims(), rs.udims());
+    let nb: usize = ld[..lb.len()].iter().product();
+    let k: usize = lc.iter().map(|&d| ld[d as usize]).product();
+    let m = ld.iter().product::<usize>() / (nb * k).max(1);
+    let n = rd.iter().product::<usize>() / (nb * k).max(1);
+    Some(StreamForm { nb, m, k, n, mode })
+}
+
 /// Whether dot `h` can be streamed from HBM on every core ([`super::dot_stream`]): operands
 /// are entry parameters in canonical form of a native MXU type, the result has the
 /// accumulator type, and only the module's result uses it, directly or through an epilogue
@@ -536,38 +592,9 @@ pub fn streamable(
     {
         return false;
     }
-    let (Some(ls), Some(rs), Some(os)) = (
-        l.shape.as_array(),
-        r.shape.as_array(),
-        inst.shape.as_array(),
-    ) else {
+    let Some(g) = stream_form(c, h) else {
         return false;
     };
-    let native = matches!(
-        (ls.ty, rs.ty, os.ty),
-        (ElementType::BF16, ElementType::BF16, ElementType::F32)
-            | (ElementType::S8, ElementType::S8, ElementType::S32)
-    );
-    if !native || ls.is_dynamic() || rs.is_dynamic() {
-        return false;
-    }
-    let hlo::View::Dot(a) = inst.view() else {
-        return false;
-    };
-    let (lb, rb, lc, rc) = (
-        a.lhs_batch,
-        a.rhs_batch,
-        a.lhs_contracting,
-        a.rhs_contracting,
-    );
-    let nb = lb.len() as i64;
-    let lr = ls.dims.len() as i64;
-    let seq = |xs: &[i64], from: i64| xs.iter().enumerate().all(|(i, &d)| d == from + i as i64);
-    let canonical =
-        seq(lb, 0) && seq(rb, 0) && seq(lc, lr - lc.len() as i64) && seq(rc, nb) && !lc.is_empty();
-    if !canonical {
-        return false;
-    }
     match stream_chain(m, h, users) {
         None => false,
         Some(chain) if chain.is_empty() => true,
@@ -575,8 +602,7 @@ pub fn streamable(
         // latency): a smaller dot and its consumers are cheaper on VMEM-resident operands
         // (loaded by a few large copies) than streamed in chunks (many small ones).
         Some(_) => {
-            let k: usize = lc.iter().map(|&d| ls.dims[d as usize] as usize).product();
-            let macs = os.dims.iter().map(|&d| d as u64).product::<u64>() * k as u64;
+            let macs = (g.nb * g.m * g.k * g.n) as u64;
             let per_cycle = u64::from(arch.cores_per_chip.max(1))
                 * u64::from(arch.mxu.count.max(1))
                 * u64::from(arch.mxu.rows)

@@ -20,9 +20,11 @@
 
 use super::dot::{emit_op, MxuOp};
 use super::emit::{Access, Queue};
-use super::Lowerer;
-use crate::error::CResult;
+use super::{Lowerer, Val};
+use crate::error::{CResult, CompileError};
+use crate::io::Slot;
 use arch::MxuDtype;
+use hlo::{ElementType, InstId};
 use isa::{Inst, Space};
 
 /// The second operand of an epilogue step, read from HBM once: one value per result column
@@ -879,5 +881,78 @@ impl Streamed {
             Streamed::Dot(d) => d.emit(l, core, cores, alloc),
             Streamed::Conv(c) => c.emit(l, core, cores, alloc),
         }
+    }
+}
+
+/// Whether dot `h` of `c` is in the streamed form and an operand or its result is larger than
+/// a quarter of VMEM `vmem` (so it streams late even with operands in VMEM).
+pub fn big_dot(c: &hlo::Computation, h: InstId, vmem: u64) -> bool {
+    let limit = vmem / super::stream_ew::BIG_FRACTION;
+    let big = |x: InstId| c.insts[x].shape.byte_size().is_some_and(|b| b > limit);
+    super::dot::stream_form(c, h).is_some()
+        && (big(h) || c.insts[h].operands.iter().any(|&o| big(o)))
+}
+
+impl Lowerer<'_> {
+    /// Whether dot `h` of the entry streams from HBM where it stands, on core 0 alone: it is
+    /// in [`super::dot::stream_form`], was not planned to stream on every core, and an
+    /// operand lives in HBM or an operand or the result is larger than a quarter of VMEM.
+    /// (The other cores' shares run from the program's start, so they may only read what
+    /// exists then: parameters.)
+    pub(crate) fn streams_late(&self, h: InstId) -> CResult<bool> {
+        if self.depth() != 0 || self.stream[h.index()].is_some() || self.fused[h.index()] {
+            return Ok(false);
+        }
+        let c = self.m.entry();
+        if super::dot::stream_form(c, h).is_none() {
+            return Ok(false);
+        }
+        let mut hbm = false;
+        for &o in &c.insts[h].operands {
+            hbm |= matches!(self.val(o)?, Val::Hbm(_));
+        }
+        Ok(hbm || big_dot(c, h, self.arch.vmem.bytes))
+    }
+
+    /// Lowers dot `h` ([`Self::streams_late`]) as a streamed dot on core 0: operands from HBM
+    /// (a VMEM operand without an HBM copy is written out first), the result into an HBM
+    /// slot, reloadable like a spill.
+    pub(crate) fn lower_late_stream(&mut self, h: InstId) -> CResult<Val> {
+        let c = self.m.entry();
+        let inst = &c.insts[h];
+        let g = super::dot::stream_form(c, h)
+            .ok_or_else(|| CompileError::Internal("late streamed dot not in stream form".into()))?;
+        let lhs = self.hbm_copy_of(inst.operands[0])?;
+        let rhs = self.hbm_copy_of(inst.operands[1])?;
+        // Read from HBM only: their VMEM buffers may move out to make room.
+        self.untouch(&inst.operands);
+        let (ty, dims) = self.out_shape(h)?;
+        let slot = Slot { addr: 0, ty, dims };
+        let addr = self.hbm_slot(slot.bytes(), &inst.name)?;
+        let slot = Slot { addr, ..slot };
+        let sd = Streamed::Dot(StreamDot {
+            name: inst.name.clone(),
+            lhs,
+            rhs,
+            out: addr,
+            dims: (g.nb, g.m, g.k, g.n),
+            mode: g.mode,
+            epilogue: Vec::new(),
+        });
+        self.stats.flops += sd.flops();
+        let need = sd.vmem_bytes(self, 1);
+        self.make_room(need)?;
+        let mut pool = Vec::new();
+        for n in sd.buffer_sizes(self, 1) {
+            pool.push(self.tmp(ElementType::U8, vec![n as usize])?.addr);
+        }
+        let mut it = pool.into_iter();
+        sd.emit(self, 0, 1, &mut |_| {
+            it.next()
+                .ok_or_else(|| CompileError::Internal("stream buffer pool exhausted".into()))
+        })?;
+        self.stats.late_streams += 1;
+        let lu = self.last_use_of(h);
+        Ok(self.in_hbm(&slot, lu))
     }
 }

@@ -149,6 +149,8 @@ pub struct LowerStats {
     pub collectives: Vec<sim::ici_model::Collective>,
     /// Element-wise regions streamed from HBM to HBM ([`stream_ew`]).
     pub ew_streams: u64,
+    /// Dots streamed from HBM on core 0 where they stand ([`Lowerer::streams_late`]).
+    pub late_streams: u64,
     /// Values moved between VMEM and HBM because the live ones did not fit ([`spill`]).
     pub spill: spill::SpillStats,
     /// What the infeed stream carries, in program order (infeeds and host recvs).
@@ -417,6 +419,7 @@ impl<'a> Lowerer<'a> {
                     streamable[u.index()]
                         || collective::streamable(m, *u, &users, arch)
                         || in_region(*u)
+                        || dot_stream::big_dot(c, *u, arch.vmem.bytes)
                 })
                 && c.root != p;
             let (place, val) = if hbm_only {
@@ -475,6 +478,7 @@ impl<'a> Lowerer<'a> {
                 if !l.fused[h.index()]
                     && l.stream[h.index()].is_none()
                     && l.ew_regions[h.index()].is_none()
+                    && !l.streams_late(h)?
                 {
                     l.reload_operands(h)?;
                 }
@@ -541,6 +545,9 @@ impl<'a> Lowerer<'a> {
         }
         if let Some(v) = self.lower_ew_region(h)? {
             return Ok(v);
+        }
+        if self.streams_late(h)? {
+            return self.lower_late_stream(h);
         }
         let c = self.comp();
         let inst = &c.insts[h];
@@ -1208,17 +1215,8 @@ impl<'a> Lowerer<'a> {
                 .map(dot_stream::Streamed::Conv)
                 .ok_or_else(|| CompileError::Internal("streamed convolution has no plan".into()));
         }
-        let hlo::View::Dot(dv) = inst.view() else {
-            return Err(CompileError::Internal("streamed dot is not a dot".into()));
-        };
-        let nb: usize = dv.lhs_batch.iter().map(|&d| lhs.dims[d as usize]).product();
-        let k: usize = dv
-            .lhs_contracting
-            .iter()
-            .map(|&d| lhs.dims[d as usize])
-            .product();
-        let m = lhs.dims.iter().product::<usize>() / (nb * k).max(1);
-        let n = rhs.dims.iter().product::<usize>() / (nb * k).max(1);
+        let g = dot::stream_form(c, h)
+            .ok_or_else(|| CompileError::Internal("streamed dot not in stream form".into()))?;
         let mut epilogue = Vec::new();
         let mut v = h;
         for &u in chain {
@@ -1269,18 +1267,13 @@ impl<'a> Lowerer<'a> {
         let (ty, dims) = self.out_shape(v)?;
         let out = Slot { addr: 0, ty, dims };
         let addr = self.hbm_slot(out.bytes(), &c.insts[v].name)?;
-        let mode = if lhs.ty == ElementType::S8 {
-            arch::MxuDtype::Int8
-        } else {
-            arch::MxuDtype::Bf16
-        };
         Ok(dot_stream::Streamed::Dot(dot_stream::StreamDot {
             name: inst.name.clone(),
             lhs: lhs.addr,
             rhs: rhs.addr,
             out: addr,
-            dims: (nb, m, k, n),
-            mode,
+            dims: (g.nb, g.m, g.k, g.n),
+            mode: g.mode,
             epilogue,
         }))
     }

@@ -165,6 +165,40 @@ impl Lowerer<'_> {
         self.arr(h)
     }
 
+    /// The HBM address of array value `h`'s bytes: where it lives if in HBM, its valid copy
+    /// (a parameter's or constant's slot, a spill it was reloaded from), or a new slot it is
+    /// copied to now.
+    pub(crate) fn hbm_copy_of(&mut self, h: InstId) -> CResult<u64> {
+        match self.val(h)? {
+            Val::Hbm(s) => Ok(s.addr),
+            Val::Array(b) => {
+                let a = &self.allocs[b.alloc];
+                if let (Some(home), false) = (a.home, a.freed) {
+                    return Ok(home + (b.addr - a.addr));
+                }
+                let name = format!("an HBM copy of {}", self.comp().insts[h].name);
+                let addr = self.hbm_slot(b.bytes(), &name)?;
+                self.dma((Space::Hbm, addr), (Space::Vmem, b.addr), b.bytes())?;
+                Ok(addr)
+            }
+            _ => Err(self.unsupported("a tuple or token operand here")),
+        }
+    }
+
+    /// Forgets that the current instruction read `hs` (it reads them from HBM copies): their
+    /// VMEM buffers may be spilled while it is lowered.
+    pub(crate) fn untouch(&mut self, hs: &[InstId]) {
+        let mut gone = Vec::new();
+        for &h in hs {
+            if let Some(v) = &self.vals[h.index()] {
+                let mut leaves = Vec::new();
+                array_leaves(v, &mut leaves);
+                gone.extend(leaves.iter().map(|b| b.alloc));
+            }
+        }
+        self.touched.borrow_mut().retain(|a| !gone.contains(a));
+    }
+
     /// Position of the last reader of entry value `h`.
     pub(crate) fn last_use_of(&self, h: InstId) -> usize {
         self.last_use[h.index()]
