@@ -524,11 +524,13 @@ pub struct StreamForm {
     pub n: usize,
     /// The MXU mode of its operands.
     pub mode: arch::MxuDtype,
+    /// The result type: the accumulator's, or bf16 (bf16 operands; the accumulator rounded).
+    pub out: ElementType,
 }
 
 /// Dot `h` of computation `c` if it is in the streamed schedule's form: operands of a native
-/// MXU type (bf16 or s8), the accumulator type as result, canonical dimension order (batch
-/// first, `lhs[B][M][K]`, `rhs[B][K][N]`), static shapes.
+/// MXU type (bf16 or s8), the accumulator type as result (or bf16 from bf16), canonical
+/// dimension order (batch first, `lhs[B][M][K]`, `rhs[B][K][N]`), static shapes.
 pub fn stream_form(c: &hlo::Computation, h: InstId) -> Option<StreamForm> {
     let inst = &c.insts[h];
     if inst.opcode != Opcode::Dot || inst.operands.len() != 2 {
@@ -538,7 +540,9 @@ pub fn stream_form(c: &hlo::Computation, h: InstId) -> Option<StreamForm> {
     let rs = c.insts[inst.operands[1]].shape.as_array()?;
     let os = inst.shape.as_array()?;
     let mode = match (ls.ty, rs.ty, os.ty) {
-        (ElementType::BF16, ElementType::BF16, ElementType::F32) => arch::MxuDtype::Bf16,
+        (ElementType::BF16, ElementType::BF16, ElementType::F32 | ElementType::BF16) => {
+            arch::MxuDtype::Bf16
+        }
         (ElementType::S8, ElementType::S8, ElementType::S32) => arch::MxuDtype::Int8,
         _ => return None,
     };
@@ -567,7 +571,14 @@ pub fn stream_form(c: &hlo::Computation, h: InstId) -> Option<StreamForm> {
     let k: usize = lc.iter().map(|&d| ld[d as usize]).product();
     let m = ld.iter().product::<usize>() / (nb * k).max(1);
     let n = rd.iter().product::<usize>() / (nb * k).max(1);
-    Some(StreamForm { nb, m, k, n, mode })
+    Some(StreamForm {
+        nb,
+        m,
+        k,
+        n,
+        mode,
+        out: os.ty,
+    })
 }
 
 /// Whether dot `h` can be streamed from HBM on every core ([`super::dot_stream`]): operands
@@ -592,7 +603,7 @@ pub fn streamable(
     {
         return false;
     }
-    let Some(g) = stream_form(c, h) else {
+    let Some(g) = stream_form(c, h).filter(|g| g.out != ElementType::BF16) else {
         return false;
     };
     match stream_chain(m, h, users) {

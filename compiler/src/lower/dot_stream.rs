@@ -937,7 +937,16 @@ impl Lowerer<'_> {
             out: addr,
             dims: (g.nb, g.m, g.k, g.n),
             mode: g.mode,
-            epilogue: Vec::new(),
+            // A bf16 result is the accumulator rounded, as on the VMEM-resident path.
+            epilogue: if g.out == ElementType::BF16 {
+                vec![EpiStep {
+                    op: hlo::Opcode::Convert,
+                    arg: None,
+                    ty: ElementType::BF16,
+                }]
+            } else {
+                Vec::new()
+            },
         });
         self.stats.flops += sd.flops();
         let need = sd.vmem_bytes(self, 1);

@@ -3,7 +3,11 @@
 //! dimensions, element type and layout, and `get-tuple-element` of a `tuple` (to the tuple's
 //! operand); folds `reshape(reshape(x))` into `reshape(x)`, `transpose(transpose(x))` into one
 //! transpose (or `x`, when the permutations cancel) and `broadcast(broadcast(x))` into one
-//! broadcast. Uses are redirected; the dead instructions are left to [`super::dce`].
+//! broadcast; reads the narrow operands of `dot(convert(a), convert(b))` directly when `a` and
+//! `b` are bf16 widened to an f32 result (or s8 to s32): every product of two bf16 (s8) values
+//! is exact in f32 (s32) and the accumulation is the same, so the dot is the MXU's native one
+//! at any precision (XLA:CPU's post-optimization HLO widens bf16 dots this way). Uses are
+//! redirected; the dead instructions are left to [`super::dce`].
 
 use super::replace_uses;
 use crate::error::CResult;
@@ -70,6 +74,11 @@ fn simplify(c: &mut hlo::Computation) -> bool {
                 changed = true;
                 continue;
             }
+            if let Some(narrow) = narrow_dot_operands(c, h) {
+                c.insts[h].operands = narrow;
+                changed = true;
+                continue;
+            }
             let inner = &c.insts[op0];
             let fresh = i.attrs.control_predecessors.is_empty();
             match (i.opcode, inner.opcode) {
@@ -116,6 +125,32 @@ fn simplify(c: &mut hlo::Computation) -> bool {
     }
 }
 
+/// The operands of dot `h` before their widening converts, if both are widened exactly as
+/// the module docs say.
+fn narrow_dot_operands(c: &hlo::Computation, h: InstId) -> Option<Vec<InstId>> {
+    use hlo::ElementType as T;
+    let i = &c.insts[h];
+    if i.opcode != Opcode::Dot || i.operands.len() != 2 {
+        return None;
+    }
+    let out = i.shape.as_array()?.ty;
+    let narrow = match out {
+        T::F32 => T::BF16,
+        T::S32 => T::S8,
+        _ => return None,
+    };
+    i.operands
+        .iter()
+        .map(|&o| {
+            let cv = &c.insts[o];
+            let x = *cv.operands.first()?;
+            let from = c.insts[x].shape.as_array()?.ty;
+            let to = cv.shape.as_array()?.ty;
+            (cv.opcode == Opcode::Convert && from == narrow && to == out).then_some(x)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +190,62 @@ ENTRY e {
         let args = [
             Literal::array(vec![2, 3, 4], ArrayData::F32(xs)),
             Literal::array(vec![3], ArrayData::F32(vec![1.0, -2.0, 4.0])),
+        ];
+        let (want, have) = testing::eval_both(&m, &x, &args);
+        assert_eq!(want, have);
+    }
+
+    /// XLA:CPU widens bf16 dots to f32 (and s8 to s32): the dot reads the narrow values; a
+    /// convert from f32, or to another type, is left alone.
+    #[test]
+    fn a_dot_of_widened_bf16_or_s8_operands_reads_them_narrow() {
+        let text = r#"
+HloModule s
+ENTRY e {
+  a = bf16[2,3] parameter(0)
+  b = bf16[3,2] parameter(1)
+  c = s8[2,3] parameter(2)
+  d = s8[3,2] parameter(3)
+  f = f32[3,2] parameter(4)
+  a32 = f32[2,3] convert(a)
+  b32 = f32[3,2] convert(b)
+  c32 = s32[2,3] convert(c)
+  d32 = s32[3,2] convert(d)
+  x = f32[2,2] dot(a32, b32), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  y = s32[2,2] dot(c32, d32), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  z = f32[2,2] dot(a32, f), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT r = (f32[2,2], s32[2,2], f32[2,2]) tuple(x, y, z)
+}
+"#;
+        let (m, x) = testing::expand(text, &[&Simplify]);
+        let e = x.entry();
+        let dots: Vec<Vec<Opcode>> = e
+            .insts
+            .values()
+            .filter(|i| i.opcode == Opcode::Dot)
+            .map(|i| i.operands.iter().map(|&o| e.insts[o].opcode).collect())
+            .collect();
+        assert_eq!(
+            dots,
+            vec![
+                vec![Opcode::Parameter, Opcode::Parameter],
+                vec![Opcode::Parameter, Opcode::Parameter],
+                vec![Opcode::Convert, Opcode::Parameter],
+            ]
+        );
+        let bf = |v: &[f32], d: Vec<usize>| {
+            let h = v.iter().map(|&x| half::bf16::from_f32(x)).collect();
+            Literal::array(d, ArrayData::BF16(h))
+        };
+        let args = [
+            bf(&[1.5, -2.0, 0.25, 3.0, 7.5, -0.5], vec![2, 3]),
+            bf(&[2.0, 1.25, -3.5, 0.75, 4.0, -1.0], vec![3, 2]),
+            Literal::array(vec![2, 3], ArrayData::S8(vec![-128, 5, 127, 3, -7, 9])),
+            Literal::array(vec![3, 2], ArrayData::S8(vec![127, -128, 2, 100, -50, 1])),
+            Literal::array(
+                vec![3, 2],
+                ArrayData::F32(vec![0.1, 0.2, 0.3, 0.4, 0.5, 0.6]),
+            ),
         ];
         let (want, have) = testing::eval_both(&m, &x, &args);
         assert_eq!(want, have);

@@ -68,9 +68,28 @@ pub fn chip_matches_evaluator_with(
 pub fn chip_matches_evaluator_on(
     arch: &arch::ArchConfig,
     text: &str,
-    mut args: Vec<Literal>,
+    args: Vec<Literal>,
     seed: u64,
     tol: f64,
+    verify: bool,
+) -> compiler::Compiled {
+    let (check, t) = if tol == 0.0 {
+        (Check::Exact, 0.0)
+    } else {
+        (Check::Close, tol)
+    };
+    let tol = Tolerance { rtol: t, atol: t };
+    chip_matches_evaluator_within(arch, text, args, seed, check, tol, verify)
+}
+
+/// As [`chip_matches_evaluator_on`] with its own check and tolerance.
+pub fn chip_matches_evaluator_within(
+    arch: &arch::ArchConfig,
+    text: &str,
+    mut args: Vec<Literal>,
+    seed: u64,
+    check: Check,
+    tol: Tolerance,
     verify: bool,
 ) -> compiler::Compiled {
     let m = hlo::parse(text).unwrap_or_else(|e| panic!("{}\n{text}", e.render("case", text)));
@@ -86,12 +105,6 @@ pub fn chip_matches_evaluator_on(
     let hbm = sys.hbm(0).unwrap();
     let have = compiler::io::read_literal(&c.io.result, &mut |a, n| hbm.read_vec(a, n).ok())
         .expect("the result");
-    let (check, t) = if tol == 0.0 {
-        (Check::Exact, 0.0)
-    } else {
-        (Check::Close, tol)
-    };
-    let tol = Tolerance { rtol: t, atol: t };
     if let Err(e) = check_value(check, tol, None, &want, &have) {
         panic!("chip differs from the evaluator (seed {seed}): {e}\n{text}");
     }
