@@ -1,7 +1,8 @@
 #!/bin/sh
 # MXU utilization of the benchmark workloads (docs/compiler.md, "Measured"):
 #   cargo build --release -p cli && scripts/bench.sh [SYSTOLE]
-# Runs `systole run FILE --arch tpu-v4 --timing-only --report R.json` on tests/bench/*.hlo and
+# Runs `systole run FILE --arch tpu-v4 --timing-only --report R.json` on tests/bench/*.hlo (GEMMs,
+# ResNet convolutions, and modules larger than VMEM that spill or stream: docs/compiler.md) and
 # the transformer block, and prints cycles and mxu_utilization from each report.
 set -e
 cd "$(dirname "$0")/.."
