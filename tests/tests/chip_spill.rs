@@ -345,3 +345,23 @@ fn an_int8_dot_with_a_result_larger_than_vmem_streams_where_it_stands_bit_exact(
     let c = chip_matches_evaluator_on(&arch, text, vec![], 5, 0.0, false);
     assert_eq!(c.stats.late_streams, 1);
 }
+
+/// An int8 dot with a 5 MiB result (more than a quarter of `tpu-v4`'s VMEM) read by another op
+/// streams where it stands on both cores: core 0 forks the other core's share through a
+/// chip-shared semaphore and joins it before the result is read. Bit-exact, and the race
+/// detector (on in every compiled run) sees the cores ordered.
+#[test]
+fn a_late_streamed_dot_splits_across_both_cores_of_tpu_v4_bit_exact() {
+    let text = "HloModule q2\n\nENTRY e {\n  x = s8[512,512] parameter(0)\n  w = s8[512,2560] \
+                parameter(1)\n  h = s32[512,2560] dot(x, w), lhs_contracting_dims={1}, \
+                rhs_contracting_dims={0}\n  n = s32[512,2560] negate(h)\n  ROOT t = \
+                (s32[512,2560], s32[512,2560]) tuple(n, h)\n}\n";
+    let v4 = arch::ArchConfig::preset("tpu-v4").unwrap();
+    let c = chip_matches_evaluator_on(&v4, text, vec![], 9, 0.0, false);
+    assert_eq!(c.stats.late_streams, 1);
+    let asm = isa::disasm::disasm(&c.program);
+    assert!(
+        asm.contains(".sem sem28") && asm.contains("shared"),
+        "no fork/join semaphores"
+    );
+}

@@ -68,6 +68,9 @@ pub struct StreamDot {
     pub mode: MxuDtype,
     /// Steps applied to each chunk before its write (the result is the last step's value).
     pub epilogue: Vec<EpiStep>,
+    /// VMEM its buffers may take (every core plans the same): three quarters of VMEM for a dot
+    /// streamed from the start, what is free where a late one stands.
+    pub budget: u64,
 }
 
 /// Chunk shape, schedule and buffering of a streamed dot (the same on every core).
@@ -147,7 +150,7 @@ struct Job {
 impl StreamDot {
     /// Chunk shape and schedule for `arch` and `cores` cores: DMA blocks of rows long enough
     /// for the engine's full rate and loads far enough ahead, made shorter and fewer while
-    /// the buffers do not fit three quarters of VMEM.
+    /// the buffers do not fit the budget.
     fn plan(&self, l: &Lowerer<'_>, cores: usize) -> Plan {
         let iw = self.mode.bytes() as usize;
         let kb = (l.arch.mxu.rows as usize).min(self.dims.2).max(1);
@@ -156,7 +159,7 @@ impl StreamDot {
         loop {
             let p = self.plan_with(l, cores, f, dmax);
             let bytes: u64 = self.sizes(&p).iter().map(|x| x.div_ceil(64) * 64).sum();
-            if bytes <= l.arch.vmem.bytes / 4 * 3 || (f == 1 && dmax == 1) {
+            if bytes <= self.budget || (f == 1 && dmax == 1) {
                 return p;
             }
             if f > 1 {
@@ -226,7 +229,7 @@ impl StreamDot {
             .max(1);
         let slots = (depth + 2) as u64;
         let al = |x: usize| (x.div_ceil(64) * 64) as u64;
-        let budget = a.vmem.bytes / 4 * 3;
+        let budget = self.budget;
         let mr = mc.max(first_rows);
         let a_bytes = slots * al(mr * kd * iw);
         let blk = al(kd * nc * iw);
@@ -947,19 +950,51 @@ impl Lowerer<'_> {
             } else {
                 Vec::new()
             },
+            budget: 0,
         });
         self.stats.flops += sd.flops();
-        let need = sd.vmem_bytes(self, 1);
-        self.make_room(need)?;
+        // Every core takes a share: the others wait for core 0's go (its operands written),
+        // and core 0 waits for their ends before anything reads the result.
+        let most = self.arch.vmem.bytes / 4 * 3;
+        self.make_room(most)?;
+        let mut sd = sd;
+        let budget = self.vmem_largest_free().min(most);
+        if let Streamed::Dot(d) = &mut sd {
+            d.budget = budget;
+        }
+        // Every core where its plan fits the VMEM free here (each core plans the same).
+        let all = self.arch.cores_per_chip.max(1) as usize;
+        let cores = if sd.vmem_bytes(self, all) <= budget {
+            all
+        } else {
+            1
+        };
         let mut pool = Vec::new();
-        for n in sd.buffer_sizes(self, 1) {
+        for n in sd.buffer_sizes(self, cores) {
             pool.push(self.tmp(ElementType::U8, vec![n as usize])?.addr);
         }
+        if cores > 1 {
+            self.declare_join_sems();
+            self.e.fence();
+            self.e.seq(Inst::SemSignal {
+                sem: isa::Sem(super::emit::JOIN_SEMS[0]),
+                n: cores as u32 - 1,
+            });
+        }
         let mut it = pool.into_iter();
-        sd.emit(self, 0, 1, &mut |_| {
+        sd.emit(self, 0, cores, &mut |_| {
             it.next()
                 .ok_or_else(|| CompileError::Internal("stream buffer pool exhausted".into()))
         })?;
+        if cores > 1 {
+            self.e.seq(Inst::SemWait {
+                sem: isa::Sem(super::emit::JOIN_SEMS[1]),
+                n: cores as u32 - 1,
+            });
+            for c in 1..cores {
+                self.push_side(c, sd.clone(), true);
+            }
+        }
         self.stats.late_streams += 1;
         let lu = self.last_use_of(h);
         Ok(self.in_hbm(&slot, lu))

@@ -72,20 +72,25 @@ struct Pending {
 
 /// The ISA's semaphores.
 const SEMS: usize = 32;
-/// Semaphores the emitter hands to producers: all but the last two, which asynchronous
-/// collectives declare with a fan-out count (`.sem semN signal=2`, see
-/// [`crate::lower::collective`]) and which therefore never carry the emitter's one-to-one
-/// signals.
-const POOL: usize = SEMS - 2;
+/// Semaphores the emitter hands to producers: all but the last four. Asynchronous collectives
+/// declare the last two with a fan-out count (`.sem semN signal=2`, see
+/// [`crate::lower::collective`]), and the two before them are shared by the chip's cores for
+/// the fork and join of a dot streamed on every core where it stands ([`JOIN_SEMS`]); so none
+/// of them carries the emitter's one-to-one signals.
+const POOL: usize = SEMS - 4;
 /// The fan-out semaphores of asynchronous collectives (never in the emitter's pool).
 pub const FANOUT_SEMS: [u8; 2] = [30, 31];
+/// Chip-shared semaphores (`.sem semN shared`): core 0 signals the first `n = cores − 1` when
+/// the other cores may start their shares of a streamed dot; each signals the second when its
+/// share is written (never in the emitter's pool).
+pub const JOIN_SEMS: [u8; 2] = [28, 29];
 /// First and last scalar register used for address bases.
 const REG_LO: u8 = 1;
 const REG_HI: u8 = 27;
 /// Semaphores the emitter may declare with a fan-in count (`.sem semK wait=k`, `k > 1`):
 /// above those the streamed all-reduce reserves (0..=12, `reserve` checks), below the fan-out
 /// pair; never held by an asynchronous collective ([`Emitter::hold`] takes none of them).
-const COUNTED: std::ops::RangeInclusive<u8> = 20..=29;
+const COUNTED: std::ops::RangeInclusive<u8> = 20..=27;
 /// Most producers one unit-side wait covers.
 pub const MAX_FAN_IN: usize = 8;
 /// Pending instructions kept per queue before the oldest is retired with a wait.

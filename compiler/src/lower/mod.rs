@@ -188,8 +188,11 @@ pub struct Lowerer<'a> {
     fused: Vec<bool>,
     /// Arrays with a copy in HBM (parameters), by instruction index.
     hbm_home: Vec<Option<Slot>>,
-    /// Work for cores other than 0, emitted after core 0's code.
-    side: Vec<(usize, dot_stream::Streamed)>,
+    /// Work for cores other than 0, emitted after core 0's code: `(core, work, joined)`; a
+    /// joined share waits for core 0's go and signals its end ([`emit::JOIN_SEMS`]).
+    side: Vec<(usize, dot_stream::Streamed, bool)>,
+    /// Whether [`emit::JOIN_SEMS`] are declared.
+    join_declared: bool,
     /// The devices (chips) the program runs on: replicas × partitions, chip `r·P + p`.
     pub(crate) devs: hlo::groups::Devices,
     /// Number of chips (`devs.n()`).
@@ -362,6 +365,7 @@ impl<'a> Lowerer<'a> {
             fused: vec![false; c.insts.len()],
             hbm_home: vec![None; c.insts.len()],
             side: Vec::new(),
+            join_declared: false,
             devs,
             chips: devs.n(),
             coll_tag: 0,
@@ -1275,6 +1279,7 @@ impl<'a> Lowerer<'a> {
             dims: (g.nb, g.m, g.k, g.n),
             mode: g.mode,
             epilogue,
+            budget: self.arch.vmem.bytes / 4 * 3,
         }))
     }
 
@@ -1312,7 +1317,7 @@ impl<'a> Lowerer<'a> {
                 .ok_or_else(|| CompileError::Internal("stream buffer pool exhausted".into()))
         })?;
         for c in 1..cores {
-            self.side.push((c, sd.clone()));
+            self.side.push((c, sd.clone(), false));
         }
         Ok(Some(Val::Hbm(Slot {
             addr: sd.out(),
@@ -1399,13 +1404,33 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The other cores' shares of streamed dots: `if core_id == c { ...; halt }` per core.
+    /// Queues core `c`'s share of `sd` (`joined`: it waits for core 0's go and signals its end).
+    pub(crate) fn push_side(&mut self, c: usize, sd: dot_stream::Streamed, joined: bool) {
+        self.side.push((c, sd, joined));
+    }
+
+    /// Declares the chip-shared fork/join semaphores (once).
+    pub(crate) fn declare_join_sems(&mut self) {
+        if !self.join_declared {
+            for s in emit::JOIN_SEMS {
+                self.e.b.declare_sem(isa::SemDecl {
+                    sem: s,
+                    wait: 1,
+                    signal: 1,
+                    shared: true,
+                });
+            }
+            self.join_declared = true;
+        }
+    }
+
     fn emit_side_work(&mut self) -> CResult<()> {
         let side = std::mem::take(&mut self.side);
         for c in 1..self.arch.cores_per_chip as usize {
             let mine: Vec<_> = side
                 .iter()
-                .filter(|(k, _)| *k == c)
-                .map(|(_, s)| s.clone())
+                .filter(|(k, _, _)| *k == c)
+                .map(|(_, s, j)| (s.clone(), *j))
                 .collect();
             if mine.is_empty() {
                 continue;
@@ -1427,8 +1452,15 @@ impl<'a> Lowerer<'a> {
             self.e.reset_core_state();
             // This core's VMEM is untouched: lay its buffers out from 0.
             let mut top = 0u64;
-            for sd in &mine {
+            for (sd, joined) in &mine {
                 self.e.b.begin_hlo(sd.name());
+                if *joined {
+                    // Core 0's go: its operands are in HBM.
+                    self.e.seq(Inst::SemWait {
+                        sem: isa::Sem(emit::JOIN_SEMS[0]),
+                        n: 1,
+                    });
+                }
                 let cores = self.arch.cores_per_chip as usize;
                 let cap = self.arch.vmem.bytes;
                 let from = self.e.b.pc();
@@ -1442,6 +1474,14 @@ impl<'a> Lowerer<'a> {
                     bufs.push((a, n));
                     Ok(a)
                 })?;
+                if *joined {
+                    // This share is in HBM: core 0 may read the result.
+                    self.e.fence();
+                    self.e.seq(Inst::SemSignal {
+                        sem: isa::Sem(emit::JOIN_SEMS[1]),
+                        n: 1,
+                    });
+                }
                 let to = self.e.b.pc();
                 for (k, (a, n)) in bufs.into_iter().enumerate() {
                     let mut r = isa::Region::plain(
