@@ -220,11 +220,12 @@ fn print_compile_summary(c: &Compiled, arch: &arch::ArchConfig) {
         "synchronization: {} sem.wait, {} fence; {} s.li for address bases",
         c.stats.emit.waits, c.stats.emit.fences, c.stats.emit.base_loads
     );
-    if c.stats.ew_streams + c.stats.late_streams > 0 {
+    let st = &c.stats;
+    if st.ew_streams + st.late_streams + st.reduce_streams > 0 {
         println!(
             "streamed from HBM (values larger than a quarter of VMEM): {} element-wise regions, \
-             {} dots on core 0",
-            c.stats.ew_streams, c.stats.late_streams
+             {} dots where they stand, {} reduces",
+            st.ew_streams, st.late_streams, st.reduce_streams
         );
     }
     let sp = &c.stats.spill;
@@ -1077,6 +1078,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             "streamed": {
                 "element_wise_regions": c.stats.ew_streams,
                 "late_dots": c.stats.late_streams,
+                "reduces": c.stats.reduce_streams,
             },
             "spill": {
                 "spills": c.stats.spill.spills,

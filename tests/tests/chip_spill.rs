@@ -365,3 +365,30 @@ fn a_late_streamed_dot_splits_across_both_cores_of_tpu_v4_bit_exact() {
         "no fork/join semaphores"
     );
 }
+
+/// A softmax over rows of an `f32[64,512]` (128 KiB) on a 256 KiB VMEM: the row max and the
+/// row sum stream their operands from HBM (tiles of whole rows), the element-wise steps
+/// stream as regions with the row statistics broadcast chunk by chunk; and a full reduction of
+/// an `f32[8,4096]` on an 8 KiB VMEM, whose one row is longer than a tile (column chunks, then
+/// the partials). Both match the evaluator.
+#[test]
+fn reduces_of_operands_larger_than_vmem_stream_softmax_and_a_full_sum() {
+    let softmax = "HloModule sm\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \
+                   ROOT s = f32[] add(a, b)\n}\n\nmx {\n  c = f32[] parameter(0)\n  d = f32[] \
+                   parameter(1)\n  ROOT m = f32[] maximum(c, d)\n}\n\nENTRY e {\n  x = \
+                   f32[64,512] parameter(0)\n  z = f32[] constant(0)\n  ninf = f32[] \
+                   constant(-inf)\n  rm = f32[64] reduce(x, ninf), dimensions={1}, to_apply=mx\n  \
+                   mb = f32[64,512] broadcast(rm), dimensions={0}\n  sub = f32[64,512] \
+                   subtract(x, mb)\n  ex = f32[64,512] exponential(sub)\n  rs = f32[64] \
+                   reduce(ex, z), dimensions={1}, to_apply=add\n  sb = f32[64,512] \
+                   broadcast(rs), dimensions={0}\n  ROOT p = f32[64,512] divide(ex, sb)\n}\n";
+    let c = chip_matches_evaluator_on(&chip(262144), softmax, vec![], 4, 1e-5, false);
+    assert_eq!(c.stats.reduce_streams, 2, "both row reductions stream");
+    assert!(c.stats.ew_streams >= 2);
+    let total = "HloModule t\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \
+                 ROOT s = f32[] add(a, b)\n}\n\nENTRY e {\n  x = f32[8,4096] parameter(0)\n  z = \
+                 f32[] constant(0)\n  ROOT r = f32[] reduce(x, z), dimensions={0,1}, \
+                 to_apply=add\n}\n";
+    let c = chip_matches_evaluator_on(&chip(8192), total, vec![], 6, 1e-4, false);
+    assert_eq!(c.stats.reduce_streams, 1);
+}

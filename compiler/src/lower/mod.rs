@@ -149,8 +149,10 @@ pub struct LowerStats {
     pub collectives: Vec<sim::ici_model::Collective>,
     /// Element-wise regions streamed from HBM to HBM ([`stream_ew`]).
     pub ew_streams: u64,
-    /// Dots streamed from HBM on core 0 where they stand ([`Lowerer::streams_late`]).
+    /// Dots streamed from HBM where they stand ([`Lowerer::streams_late`]).
     pub late_streams: u64,
+    /// Reduces that stream their operand from HBM ([`reduce`]).
+    pub reduce_streams: u64,
     /// Values moved between VMEM and HBM because the live ones did not fit ([`spill`]).
     pub spill: spill::SpillStats,
     /// What the infeed stream carries, in program order (infeeds and host recvs).
@@ -424,6 +426,7 @@ impl<'a> Lowerer<'a> {
                         || collective::streamable(m, *u, &users, arch)
                         || in_region(*u)
                         || dot_stream::big_dot(c, *u, arch.vmem.bytes)
+                        || reduce::big_trailing_reduce(c, *u, arch.vmem.bytes)
                 })
                 && c.root != p;
             let (place, val) = if hbm_only {
@@ -483,6 +486,7 @@ impl<'a> Lowerer<'a> {
                     && l.stream[h.index()].is_none()
                     && l.ew_regions[h.index()].is_none()
                     && !l.streams_late(h)?
+                    && !l.reduce_streams(h)?
                 {
                     l.reload_operands(h)?;
                 }

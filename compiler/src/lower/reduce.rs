@@ -3,13 +3,20 @@
 //! init value is combined last: `out[r] = op(reduce(row r), init)`. The reducer must be one
 //! binary op of its two parameters (add, multiply, minimum, maximum, and, or, xor); variadic
 //! reductions go to [`super::variadic`]; other reducers are not supported yet.
+//!
+//! An operand in HBM, or larger than a quarter of VMEM, whose reduced dimensions are its last
+//! ones is streamed ([`Lowerer::reduce_streamed`]): as `[rows, cols]`, tiles of whole rows (or,
+//! for rows longer than a tile, one row's column chunk; a tile is at most 512 KiB and an eighth
+//! of VMEM) are copied in, two buffers alternating,
+//! and each reduced into a partial; a row's partials are reduced last. The result stays in
+//! VMEM.
 
 use super::emit::{Access, Queue};
 use super::{Buf, Lowerer, Val, VPU_CHUNK};
 use crate::error::{CResult, CompileError};
 use hlo::{InstId, Module, Opcode};
-use isa::Inst;
 use isa::RedOp;
+use isa::{Inst, Space};
 
 /// The binary opcode a reducer computation applies to its two parameters, if that is all it
 /// does.
@@ -68,6 +75,9 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         })?;
     let rop = red_op(op).expect("filtered");
     let rdims: Vec<usize> = dimensions.iter().map(|&d| d as usize).collect();
+    if l.reduce_streams(h)? {
+        return l.reduce_streamed(h, op, rop).map(Some);
+    }
     let src = l.arr(inst.operands[0])?;
     let init = l.arr(inst.operands[1])?;
     let (ty, dims) = l.out_shape(h)?;
@@ -111,32 +121,190 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     };
     let red = l.tmp(ty, vec![rows as usize])?;
     let w = ty.byte_size() as u64;
-    let per = (VPU_CHUNK / cols).clamp(1, (1 << 20) - 1);
-    let mut r = 0;
-    while r < rows {
-        let k = per.min(rows - r);
-        let d = l.e.vaddr(red.addr + r * w);
-        let s = l.e.vaddr(a.addr + r * cols * w);
-        l.e.unit(
-            Inst::VReduce {
-                dst: d,
-                a: s,
-                rows: k as u32,
-                cols: cols as u32,
-                t,
-                op: rop,
-                wait: None,
-                signal: None,
-            },
-            Queue::Vpu,
-            &[Access::vmem(a.addr + r * cols * w, k * cols * w)],
-            &[Access::vmem(red.addr + r * w, k * w)],
-        );
-        r += k;
-    }
+    l.reduce_rows(red.addr, a.addr, rows, cols, w, rop, t);
     let out_flat = out.with_dims(vec![rows as usize]);
     l.binop(op, &out_flat, &red, &init_rows)?;
     Ok(Some(Val::Array(out)))
+}
+
+/// Whether `reduce` `h` of `c` reads its operand as rows of its trailing reduced dimensions
+/// (the streamed form) and that operand is larger than a quarter of VMEM `vmem`.
+pub fn big_trailing_reduce(c: &hlo::Computation, h: InstId, vmem: u64) -> bool {
+    let inst = &c.insts[h];
+    if inst.opcode != Opcode::Reduce || inst.operands.len() != 2 {
+        return false;
+    }
+    trailing(inst)
+        && c.insts[inst.operands[0]]
+            .shape
+            .byte_size()
+            .is_some_and(|b| b > vmem / super::stream_ew::BIG_FRACTION)
+}
+
+/// Whether a two-operand reduce's dimensions are its operand's last ones, in order.
+fn trailing(inst: &hlo::Instruction) -> bool {
+    let hlo::View::Reduce { dimensions, .. } = inst.view() else {
+        return false;
+    };
+    let rank = inst.shape.as_array().map_or(0, |a| a.dims.len()) + dimensions.len();
+    dimensions
+        .iter()
+        .enumerate()
+        .all(|(i, &d)| d as usize == rank - dimensions.len() + i)
+}
+
+impl Lowerer<'_> {
+    /// Whether reduce `h` streams its operand (module docs): trailing reduced dimensions, and
+    /// the operand in HBM or larger than a quarter of VMEM.
+    pub(crate) fn reduce_streams(&self, h: InstId) -> CResult<bool> {
+        let c = self.comp();
+        let inst = &c.insts[h];
+        if self.depth() != 0 || inst.opcode != Opcode::Reduce || inst.operands.len() != 2 {
+            return Ok(false);
+        }
+        if !trailing(inst) {
+            return Ok(false);
+        }
+        let hbm = matches!(self.val(inst.operands[0])?, Val::Hbm(_));
+        Ok(hbm || big_trailing_reduce(c, h, self.arch.vmem.bytes))
+    }
+
+    /// Lowers reduce `h` (reducer `op`) streaming its operand from HBM (module docs).
+    pub(crate) fn reduce_streamed(&mut self, h: InstId, op: Opcode, rop: RedOp) -> CResult<Val> {
+        let tile = (512 * 1024).min(self.arch.vmem.bytes / 8).max(64);
+        let inst = &self.comp().insts[h];
+        let (x, init_h) = (inst.operands[0], inst.operands[1]);
+        let src_ty = self.comp().insts[x]
+            .shape
+            .as_array()
+            .ok_or_else(|| CompileError::Internal("reduce of a non-array".into()))?
+            .ty;
+        let src = self.hbm_copy_of(x)?;
+        self.untouch(&[x]);
+        let init = self.vmem_value(init_h)?;
+        let (ty, dims) = self.out_shape(h)?;
+        let t = self.vty(ty)?;
+        let w = src_ty.byte_size() as u64;
+        let rows: u64 = dims.iter().map(|&d| d as u64).product();
+        let total: u64 = self.comp().insts[x]
+            .shape
+            .as_array()
+            .map_or(0, |a| a.udims().iter().map(|&d| d as u64).product());
+        let cols = if rows == 0 { 0 } else { total / rows };
+        let out = self.new_buf(h, ty, dims)?;
+        let init_rows = self.splat(&init, rows.max(1))?;
+        if rows == 0 || cols == 0 {
+            let a = init_rows.clone();
+            self.vpu_map(&out, &[&a], &mut |d, s, n| Inst::VMov {
+                dst: d,
+                a: s[0],
+                n,
+                t,
+                pat: None,
+                wait: None,
+                signal: None,
+            });
+            return Ok(Val::Array(out));
+        }
+        // Column chunk `cc` of a row; `q` chunks per row; `kr` rows per tile.
+        let cc = cols.min((tile / w).max(1)).min((1 << 20) - 1);
+        let q = cols.div_ceil(cc);
+        let kr = if q == 1 {
+            (tile / (cc * w))
+                .clamp(1, rows)
+                .min(((1 << 20) - 1) / q.max(1))
+        } else {
+            1
+        };
+        if rows * q >= 1 << 20 && q > 1 {
+            return Err(self.unsupported("a streamed reduce with 2^20 or more partials"));
+        }
+        let part = self.tmp(ty, vec![(rows * q) as usize])?;
+        self.make_room(2 * kr * cc * w + 2 * super::alloc::ALIGN)?;
+        let bufs = [
+            self.tmp(src_ty, vec![(kr * cc) as usize])?,
+            self.tmp(src_ty, vec![(kr * cc) as usize])?,
+        ];
+        // Tiles in order: (first row, rows, column chunk).
+        let mut tiles = Vec::new();
+        let mut r = 0;
+        while r < rows {
+            let k = kr.min(rows - r);
+            for j in 0..q {
+                tiles.push((r, k, j));
+            }
+            r += k;
+        }
+        let load = |l: &mut Self, i: usize| -> CResult<()> {
+            let (r, k, j) = tiles[i];
+            let c0 = j * cc;
+            let n = if q == 1 { k * cols } else { cc.min(cols - c0) };
+            l.dma(
+                (Space::Vmem, bufs[i % 2].addr),
+                (Space::Hbm, src + (r * cols + c0) * w),
+                n * w,
+            )
+        };
+        load(self, 0)?;
+        for i in 0..tiles.len() {
+            if i + 1 < tiles.len() {
+                load(self, i + 1)?;
+            }
+            let (r, k, j) = tiles[i];
+            let n = if q == 1 { cols } else { cc.min(cols - j * cc) };
+            let dst = part.addr + (r * q + j) * w;
+            self.reduce_rows(dst, bufs[i % 2].addr, k, n, w, rop, t);
+        }
+        let red = if q == 1 {
+            part
+        } else {
+            let red = self.tmp(ty, vec![rows as usize])?;
+            self.reduce_rows(red.addr, part.addr, rows, q, w, rop, t);
+            red
+        };
+        let out_flat = out.with_dims(vec![rows as usize]);
+        self.binop(op, &out_flat, &red, &init_rows)?;
+        self.stats.reduce_streams += 1;
+        Ok(Val::Array(out))
+    }
+
+    /// `dst[r] = reduce(src[r][0..cols])` for `rows` rows at VMEM addresses `dst` and `src`
+    /// (elements of `w` bytes; `vpu.reduce`, at most one VPU chunk per instruction).
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_rows(
+        &mut self,
+        dst: u64,
+        src: u64,
+        rows: u64,
+        cols: u64,
+        w: u64,
+        rop: RedOp,
+        t: isa::DType,
+    ) {
+        let per = (VPU_CHUNK / cols.max(1)).clamp(1, (1 << 20) - 1);
+        let mut r = 0;
+        while r < rows {
+            let k = per.min(rows - r);
+            let d = self.e.vaddr(dst + r * w);
+            let s = self.e.vaddr(src + r * cols * w);
+            self.e.unit(
+                Inst::VReduce {
+                    dst: d,
+                    a: s,
+                    rows: k as u32,
+                    cols: cols as u32,
+                    t,
+                    op: rop,
+                    wait: None,
+                    signal: None,
+                },
+                Queue::Vpu,
+                &[Access::vmem(src + r * cols * w, k * cols * w)],
+                &[Access::vmem(dst + r * w, k * w)],
+            );
+            r += k;
+        }
+    }
 }
 
 /// Lowers `reduce-window` (one operand): a compile-time index table gathers every output
