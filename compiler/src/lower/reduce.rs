@@ -190,7 +190,7 @@ impl Lowerer<'_> {
             .shape
             .as_array()
             .map_or(0, |a| a.udims().iter().map(|&d| d as u64).product());
-        let cols = if rows == 0 { 0 } else { total / rows };
+        let cols = total.checked_div(rows).unwrap_or(0);
         let out = self.new_buf(h, ty, dims)?;
         let init_rows = self.splat(&init, rows.max(1))?;
         if rows == 0 || cols == 0 {
