@@ -40,8 +40,10 @@
 //! hop latencies of the two overlap; the ICI reads and writes HBM outside the HBM link model.
 //!
 //! **Asynchronous collectives** (`all-reduce-start`, `all-gather-start`,
-//! `collective-permute-start` and their dones, kept by [`crate::passes::sync_async`]; lowering follows the entry's textual order, so the work XLA
-//! scheduled between start and done is lowered between them). On a flat ring the start
+//! `collective-permute-start` and their dones, kept by [`crate::passes::sync_async`] in the
+//! entry and in while/conditional bodies; lowering follows each computation's textual order,
+//! so the work XLA scheduled between start and done is lowered between them; a start in a
+//! body has its done in the body, so each execution of the body issues and waits). On a flat ring the start
 //! issues the whole collective into the unit queues and the sequencer moves on: no `fence`,
 //! no `sem.wait`. The ordering the synchronous block gets from the sequencer is carried by
 //! the units' own `wait=`/`signal=` ([`Lowerer::ring_all_reduce_async`]): per lane, a
@@ -70,9 +72,8 @@
 //! collective at a time: a collective lowered while one is in flight first waits for it).
 //! Torus stages, all-gathers along an inner dimension, partial permutes, all-reduces streamed
 //! through HBM and starts when too few semaphores are free run the synchronous block at the
-//! start (right values, no overlap); tuple all-reduce-starts, starts in while/conditional
-//! bodies and `async-start`/`async-done` of anything but one such collective reach this file
-//! as their synchronous ops. With the analytic backend the start is one
+//! start (right values, no overlap); tuple all-reduce-starts and `async-start`/`async-done`
+//! of anything but one such collective reach this file as their synchronous ops. With the analytic backend the start is one
 //! `ici.model` that signals a held semaphore, and the done waits for it.
 
 use super::elementwise::{binary, chunks};
