@@ -738,3 +738,79 @@ fn async_collectives_in_while_bodies_and_conditional_branches_overlap_the_dot() 
         0.4,
     );
 }
+
+#[test]
+fn several_asynchronous_collectives_are_in_flight_at_once() {
+    // `in_flight` issues its starts one after the other, then an independent dot, then the
+    // dones; `one_at_a_time` is the same module with every done but the last right after its
+    // start (one collective in flight at a time, as the chip ran them before); `sync` uses the
+    // synchronous ops. Exact outputs, 1 and 2 threads identical. With several in flight, the
+    // dot is issued at once and runs under all of them, so `in_flight` saves at least `frac`
+    // of the smaller of the collectives before the last (measured in `one_at_a_time`) and
+    // the rest of the synchronous run (its cycles outside its collectives). The collectives'
+    // transfers still follow one another on the in-order ICI queue, so where they add up to
+    // more than the dot (the three on 4 chips) the run is bound by them: a smaller `frac`.
+    let run = |f: &str| {
+        let mut first: Option<serde_json::Value> = None;
+        for t in ["1", "2"] {
+            let args = [
+                "run",
+                f,
+                "--random",
+                "5",
+                "--rtol",
+                "0",
+                "--atol",
+                "0",
+                "--threads",
+                t,
+            ];
+            let j = report(&args);
+            assert_eq!(j["max_abs_error"].as_f64(), Some(0.0), "{f}: {j}");
+            if let Some(j1) = &first {
+                assert_eq!(j1["cycles"], j["cycles"], "{f}: 1 vs 2 threads");
+            }
+            first = Some(j);
+        }
+        first.unwrap()
+    };
+    let cycles = |j: &serde_json::Value| j["cycles"].as_f64().unwrap();
+    let coll_cycles = |j: &serde_json::Value| -> Vec<f64> {
+        let clock = cycles(j) / j["seconds"].as_f64().unwrap();
+        j["collectives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["measured_seconds"].as_f64().unwrap() * clock)
+            .collect()
+    };
+    for (in_flight, one_at_a_time, sync, frac) in [
+        (
+            "tests/pod/async/two_allreduces_in_flight.hlo",
+            "tests/pod/async/two_allreduces_one_at_a_time.hlo",
+            "tests/pod/async/two_allreduces_in_flight_sync.hlo",
+            0.5,
+        ),
+        (
+            "tests/pod/async/three_in_flight.hlo",
+            "tests/pod/async/three_one_at_a_time.hlo",
+            "tests/pod/async/three_in_flight_sync.hlo",
+            0.2,
+        ),
+    ] {
+        let (a, o, s) = (run(in_flight), run(one_at_a_time), run(sync));
+        let oc = coll_cycles(&o);
+        let before_last: f64 = oc[..oc.len() - 1].iter().sum();
+        let rest = cycles(&s) - coll_cycles(&s).iter().sum::<f64>();
+        assert!(before_last > 0.0 && rest > 0.0, "{before_last} {rest}");
+        let bound = cycles(&o) - frac * before_last.min(rest);
+        assert!(
+            cycles(&a) <= bound,
+            "{in_flight}: {} cycles; one at a time {} (collectives before the last \
+             {before_last:.0}, the synchronous run's rest {rest:.0}): bound {bound:.0}",
+            cycles(&a),
+            cycles(&o)
+        );
+        assert!(cycles(&o) < cycles(&s), "{one_at_a_time} vs {sync}");
+    }
+}

@@ -68,8 +68,15 @@
 //! stalls on the full ICI queue until the ring's first steps have started (measured:
 //! docs/ici.md); VPU work lowered between start and done queues behind the combines (one VPU
 //! queue) and waits for them; a `fence` in between (control flow, the emitter out of
-//! semaphores) or another collective waits for the collective to finish (the chip runs one
-//! collective at a time: a collective lowered while one is in flight first waits for it).
+//! semaphores) or a synchronous collective waits for the collectives in flight to finish.
+//! **Several in flight:** a start lowered while others are in flight issues without waiting
+//! for them ([`Lowerer::hold_async`]): each holds its own semaphores (the all-reduces share
+//! the fan-out ones, see [`Lowerer::ring_all_reduce_async`]) and buffers until its done, the
+//! scratch registers are used only while issuing, and every command of the earlier ones
+//! precedes the later ones' on the ICI and the VPU queues (in order), so the compute lowered
+//! after the last start runs under all of them while their transfers follow one another on
+//! the ICI. When the emitter has too few semaphores free, the oldest in flight complete
+//! first.
 //! Torus stages, all-gathers along an inner dimension, partial permutes, all-reduces streamed
 //! through HBM and starts when too few semaphores are free run the synchronous block at the
 //! start (right values, no overlap); tuple all-reduce-starts and `async-start`/`async-done`
@@ -1659,7 +1666,6 @@ impl Lowerer<'_> {
         out: &Buf,
         tag: u32,
     ) -> CResult<()> {
-        self.drain_async();
         let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
         self.note(h, CollKind::Permute, &as_groups, x.bytes(), &[]);
         if self.opts.ici_analytic {
@@ -1670,7 +1676,7 @@ impl Lowerer<'_> {
             recs[d][0] = s as i64;
             recs[s][1] = d as i64;
         }
-        let Some(held) = self.e.hold(1) else {
+        let Some(held) = self.hold_async(1) else {
             // No semaphore free: the synchronous block (which notes it again).
             self.stats.collectives.pop();
             return self.exchange(h, pairs, Some(x), Some(out), tag);
@@ -1706,7 +1712,6 @@ impl Lowerer<'_> {
         x: &Buf,
         g: u64,
     ) -> CResult<()> {
-        self.drain_async();
         if self.opts.ici_analytic {
             return self.model_async(h);
         }
@@ -1715,7 +1720,7 @@ impl Lowerer<'_> {
         let nl = lanes.len();
         let stage = lanes[0].base;
         let chunk = lanes[0].stride;
-        let Some(held) = self.e.hold(2 * nl + 1) else {
+        let Some(held) = self.hold_async(2 * nl + 1) else {
             // No semaphores free: the synchronous block.
             if self.coll_begin(recs)? {
                 self.chunk_addr(0, g, chunk, stage, None);
@@ -1791,8 +1796,9 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Waits for every asynchronous collective in flight: before another collective (the chip
-    /// runs one collective at a time) and before the outputs are stored.
+    /// Waits for every asynchronous collective in flight: before a synchronous collective,
+    /// before a `while`/`conditional` whose body talks to other chips, and before the outputs
+    /// are stored.
     pub(crate) fn drain_async(&mut self) {
         for f in std::mem::take(&mut self.in_flight) {
             self.complete(f);
@@ -1805,15 +1811,34 @@ impl Lowerer<'_> {
             self.wait(sem, n);
         }
         self.e.give_back(&f.held);
-        if f.fanout {
+        if f.fanout && !self.in_flight.iter().any(|g| g.fanout) {
             self.e.give_back(&FANOUT_SEMS);
+        }
+    }
+
+    /// `n` semaphores for an asynchronous collective issued while others may be in flight
+    /// (each holds its own semaphores, registers are only used while issuing, buffers live
+    /// until each one's done, and the commands of all of them queue in program order on the
+    /// ICI and the VPU, so they can be in flight together): when too few are free, the
+    /// collectives in flight complete, oldest first, until enough are. `None` if even then too
+    /// few are free.
+    fn hold_async(&mut self, n: usize) -> Option<Vec<u8>> {
+        loop {
+            if let Some(s) = self.e.hold(n) {
+                return Some(s);
+            }
+            if self.in_flight.is_empty() {
+                return None;
+            }
+            let f = self.in_flight.remove(0);
+            self.complete(f);
         }
     }
 
     /// The analytic backend's asynchronous collective: the `ici.model` of the last noted
     /// collective signals a held semaphore that the done waits for (no fences).
     fn model_async(&mut self, h: InstId) -> CResult<()> {
-        let Some(held) = self.e.hold(1) else {
+        let Some(held) = self.hold_async(1) else {
             return self.model_last();
         };
         let mut cycles = self.model_cycles()?;
@@ -1857,15 +1882,14 @@ impl Lowerer<'_> {
         g: u64,
         op: Opcode,
     ) -> CResult<()> {
-        self.drain_async();
         let t = self.vty(work.ty)?;
         let w = work.ty.byte_size() as u64;
         if self.opts.ici_analytic {
             return self.model_async(h);
         }
         let nl = lanes.len();
-        let held = match self.e.hold(4 * nl + 1) {
-            Some(s) if nl <= FANOUT_SEMS.len() && !self.e.fanout_held() => s,
+        let held = match self.hold_async(4 * nl + 1) {
+            Some(s) if nl <= FANOUT_SEMS.len() => s,
             other => {
                 // Not enough semaphores free: the synchronous block.
                 if let Some(s) = other {
@@ -1879,6 +1903,11 @@ impl Lowerer<'_> {
                 return Ok(());
             }
         };
+        // The fan-out semaphores are shared by every all-reduce in flight: their combines
+        // queue in program order on the VPU and their transfers on the ICI, whose front end
+        // starts its commands in order, so a later all-reduce's first combine signals only
+        // after every wait of the earlier ones' steps has taken its signal (each all-reduce
+        // leaves them at 0).
         self.e.hold_fanout();
         for (i, _) in lanes.iter().enumerate() {
             self.e.b.declare_sem(SemDecl {
