@@ -814,3 +814,16 @@ fn several_asynchronous_collectives_are_in_flight_at_once() {
         assert!(cycles(&o) < cycles(&s), "{one_at_a_time} vs {sync}");
     }
 }
+
+#[test]
+fn a_tuple_all_reduce_start_overlaps_the_dot_before_its_done() {
+    // XLA's combined all-reduce of several gradients as one all-reduce-start of three
+    // operands (one ring over the buffer they are copied into), an independent dot, the done:
+    // exact, and overlapped like the single-operand start (measured 12360 vs 18613 cycles,
+    // docs/ici.md).
+    assert_overlaps(
+        "tests/pod/async/tuple_allreduce_overlap.hlo",
+        "tests/pod/async/tuple_allreduce_overlap_sync.hlo",
+        &[],
+    );
+}

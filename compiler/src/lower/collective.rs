@@ -79,9 +79,11 @@
 //! first.
 //! Torus stages, all-gathers along an inner dimension, partial permutes, all-reduces streamed
 //! through HBM and starts when too few semaphores are free run the synchronous block at the
-//! start (right values, no overlap); tuple all-reduce-starts and `async-start`/`async-done`
-//! of anything but one such collective reach this file as their synchronous ops. With the analytic backend the start is one
-//! `ici.model` that signals a held semaphore, and the done waits for it.
+//! start (right values, no overlap); `async-start`/`async-done` of anything but one such
+//! collective reach this file as their synchronous ops. A tuple all-reduce-start runs one
+//! asynchronous ring per element type (its operands copied into one buffer each); its done
+//! waits for all of them. With the analytic backend the start is one `ici.model` that
+//! signals a held semaphore, and the done waits for it.
 
 use super::elementwise::{binary, chunks};
 use super::emit::FANOUT_SEMS;
@@ -1601,7 +1603,8 @@ impl Lowerer<'_> {
     /// the start's result (a permute start's value is `(operand, result)`).
     fn async_done(&mut self, h: InstId) -> CResult<Val> {
         let s = self.comp().insts[h].operands[0];
-        if let Some(k) = self.in_flight.iter().position(|f| f.start == s) {
+        // A tuple all-reduce runs one ring per element type.
+        while let Some(k) = self.in_flight.iter().position(|f| f.start == s) {
             let f = self.in_flight.remove(k);
             self.complete(f);
         }

@@ -4,12 +4,13 @@
 //! **Kept** (lowered as an issue at the start and a wait at the done, see
 //! [`crate::lower::collective`]): in the entry computation or in a computation lowered like it
 //! ([`control_comps`]: the conditions and bodies of its `while` loops and the branches of its
-//! `conditional`s, transitively), an `all-reduce-start` of one array operand, an
-//! `all-gather-start` or a `collective-permute-start` of one operand, whose only user is its
-//! done (in the same computation, so a start in a body completes in the same execution of the
-//! body). Such a computation's `async-start`/`async-done` pair whose wrapped computation is
-//! exactly one all-reduce, all-gather or collective-permute of its parameters (one operand) is
-//! first rewritten into that collective's own start and done. Lowering follows each
+//! `conditional`s, transitively), an `all-reduce-start` of one array operand or of several (a
+//! tuple of arrays: XLA's combined all-reduce of many gradients, one ring per element type),
+//! an `all-gather-start` or a `collective-permute-start` of one operand, whose only user is
+//! its done (in the same computation, so a start in a body completes in the same execution of
+//! the body). Such a computation's `async-start`/`async-done` pair whose wrapped computation
+//! is exactly one all-reduce (any number of operands), all-gather or collective-permute (one
+//! operand) of its parameters is first rewritten into that collective's own start and done. Lowering follows each
 //! computation's instruction order (a post order that visits instructions in their textual
 //! order), so the work XLA's scheduler placed between start and done is lowered between them.
 //!
@@ -37,12 +38,18 @@ pub struct SyncAsync;
 /// Whether the start `s` (whose only user is its done, in one of [`control_comps`]) stays
 /// asynchronous.
 pub fn kept(s: &Instruction) -> bool {
-    s.operands.len() == 1
-        && match s.opcode {
-            Opcode::AllReduceStart => s.shape.as_array().is_some(),
-            Opcode::AllGatherStart | Opcode::CollectivePermuteStart => true,
-            _ => false,
-        }
+    match s.opcode {
+        // Several operands (XLA's combined all-reduce of many gradients): a tuple of arrays.
+        Opcode::AllReduceStart => match &s.shape {
+            hlo::Shape::Array(_) => s.operands.len() == 1,
+            hlo::Shape::Tuple(ts) => {
+                !s.operands.is_empty() && ts.iter().all(|t| t.as_array().is_some())
+            }
+            hlo::Shape::Token => false,
+        },
+        Opcode::AllGatherStart | Opcode::CollectivePermuteStart => s.operands.len() == 1,
+        _ => false,
+    }
 }
 
 /// The collective an `async-start` wraps, if its computation is exactly one all-reduce,
@@ -111,15 +118,19 @@ fn unwrap_async(m: &mut Module, e: hlo::CompId) -> bool {
     }
     let mut rewrites = Vec::new();
     for (h, i) in comp.insts.iter() {
-        if i.opcode != Opcode::AsyncStart || i.operands.len() != 1 || comp.root == h {
+        if i.opcode != Opcode::AsyncStart || i.operands.is_empty() || comp.root == h {
             continue;
         }
         let [d] = users[h.index()][..] else { continue };
         if comp.insts[d].opcode != Opcode::AsyncDone {
             continue;
         }
-        if let Some(w) = wrapped_collective(m, i) {
-            rewrites.push((h, d, w));
+        match wrapped_collective(m, i) {
+            // Only all-reduce takes several operands.
+            Some(w) if i.operands.len() == 1 || w.0 == Opcode::AllReduceStart => {
+                rewrites.push((h, d, w))
+            }
+            _ => {}
         }
     }
     let changed = !rewrites.is_empty();
