@@ -827,3 +827,26 @@ fn a_tuple_all_reduce_start_overlaps_the_dot_before_its_done() {
         &[],
     );
 }
+
+#[test]
+fn an_async_reduce_scatter_overlaps_the_dot_before_its_done() {
+    // XLA makes a reduce-scatter asynchronous as an async-start wrapping it (there is no
+    // reduce-scatter-start): the start issues the ring's reduce-scatter steps and the store of
+    // the chip's block, an independent dot runs, the async-done waits. Exact, overlapped
+    // (measured 8361 vs 13775 cycles, docs/ici.md), also on the analytic backend.
+    assert_overlaps(
+        "tests/pod/async/reducescatter_overlap.hlo",
+        "tests/pod/async/reducescatter_overlap_sync.hlo",
+        &[],
+    );
+    let analytic = |f: &str| {
+        report(&["run", f, "--timing-only", "--ici", "analytic"])["cycles"]
+            .as_f64()
+            .unwrap()
+    };
+    let (a, s) = (
+        analytic("tests/pod/async/reducescatter_overlap.hlo"),
+        analytic("tests/pod/async/reducescatter_overlap_sync.hlo"),
+    );
+    assert!(a < s, "analytic: async {a} cycles, sync {s}");
+}

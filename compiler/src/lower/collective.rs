@@ -40,7 +40,8 @@
 //! hop latencies of the two overlap; the ICI reads and writes HBM outside the HBM link model.
 //!
 //! **Asynchronous collectives** (`all-reduce-start`, `all-gather-start`,
-//! `collective-permute-start` and their dones, kept by [`crate::passes::sync_async`] in the
+//! `collective-permute-start`, an `async-start` wrapping one reduce-scatter
+//! ([`Lowerer::async_reduce_scatter`]) and their dones, kept by [`crate::passes::sync_async`] in the
 //! entry and in while/conditional bodies; lowering follows each computation's textual order,
 //! so the work XLA scheduled between start and done is lowered between them; a start in a
 //! body has its done in the body, so each execution of the body issues and waits). On a flat ring the start
@@ -227,9 +228,11 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         Opcode::AllReduceStart => l.async_start(h, Lowerer::all_reduce)?,
         Opcode::AllGatherStart => l.async_start(h, Lowerer::all_gather)?,
         Opcode::CollectivePermuteStart => l.async_start(h, Lowerer::collective_permute)?,
-        Opcode::AllReduceDone | Opcode::AllGatherDone | Opcode::CollectivePermuteDone => {
-            l.async_done(h)?
-        }
+        Opcode::AsyncStart => l.async_reduce_scatter(h)?,
+        Opcode::AllReduceDone
+        | Opcode::AllGatherDone
+        | Opcode::CollectivePermuteDone
+        | Opcode::AsyncDone => l.async_done(h)?,
         Opcode::ReduceScatter => l.reduce_scatter(h)?,
         Opcode::AllGather => l.all_gather(h)?,
         Opcode::AllToAll => l.all_to_all(h)?,
@@ -1219,8 +1222,10 @@ impl Lowerer<'_> {
         let w = ty.byte_size() as u64;
         let (a, dd, b) = split3(&x.dims, d);
         let dk = dd / g;
-        // Blocks along d made contiguous: [g, A, Dk, B].
-        let stage = self.tmp(ty, vec![g, a, dk, b])?;
+        // Blocks along d made contiguous: [g, A, Dk, B]; an asynchronous one's lives until
+        // its done.
+        let until = self.async_until.unwrap_or(self.pos);
+        let stage = self.buf_until(until, ty, vec![g, a, dk, b])?;
         self.permute_into(&stage, &x.with_dims(vec![a, g, dk, b]), &[1, 0, 2, 3])?;
         let out = self.new_buf(h, ty, dims)?;
         let ce = (a * dk * b) as u64;
@@ -1242,7 +1247,9 @@ impl Lowerer<'_> {
         self.note(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w, &[]);
         let lanes = self.lanes(stage.addr, ce, ty, true)?;
         let recs = self.ring_records(&groups, false);
-        if self.coll_begin(&recs)? {
+        if self.async_until.is_some() {
+            self.ring_reduce_scatter_async(h, &recs, &lanes, &stage, &out, g as u64, op)?;
+        } else if self.coll_begin(&recs)? {
             self.ring_phase(&lanes, g as u64, t, w, Some(op));
             // This chip's block: chunk `pos`.
             self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
@@ -1609,7 +1616,12 @@ impl Lowerer<'_> {
             self.complete(f);
         }
         let v = match self.val(s)? {
-            Val::Tuple(vs) if self.comp().insts[h].opcode == Opcode::CollectivePermuteDone => {
+            Val::Tuple(vs)
+                if matches!(
+                    self.comp().insts[h].opcode,
+                    Opcode::CollectivePermuteDone | Opcode::AsyncDone
+                ) =>
+            {
                 vs.get(1).cloned().ok_or_else(|| {
                     CompileError::Internal("a permute start without its result".into())
                 })?
@@ -1861,6 +1873,169 @@ impl Lowerer<'_> {
             waits: vec![(held[0], n)],
             held,
             fanout: false,
+        });
+        Ok(())
+    }
+
+    /// An `async-start` wrapping one reduce-scatter of its operand (kept by
+    /// [`crate::passes::sync_async::wraps_reduce_scatter`]): the wrapped reduce-scatter is
+    /// lowered in place of the start, with the wrapped computation's instructions in view
+    /// (its parameter bound to the operand; every value it makes lives until the done), and
+    /// issued like an all-reduce start ([`Self::ring_reduce_scatter_async`] on a flat ring;
+    /// torus stages run synchronously at the start). Its value is `((operand), result,
+    /// context)`; the `async-done` waits and takes the result.
+    fn async_reduce_scatter(&mut self, h: InstId) -> CResult<Val> {
+        let inst = &self.comp().insts[h];
+        if !crate::passes::sync_async::wraps_reduce_scatter(self.m, inst) {
+            return Err(self.unsupported(
+                "an async-start of anything but one all-reduce, all-gather, collective-permute \
+                 or reduce-scatter of its parameters",
+            ));
+        }
+        self.check_start(h)?;
+        let callee = inst.attrs.calls.expect("checked");
+        let wc = &self.m.comps[callee];
+        let until = self.last_use[h.index()];
+        let args: Vec<Val> = inst
+            .operands
+            .iter()
+            .map(|&o| self.val(o))
+            .collect::<CResult<_>>()?;
+        let vals = std::mem::replace(&mut self.vals, vec![None; wc.insts.len()]);
+        let last_use = std::mem::replace(&mut self.last_use, vec![until; wc.insts.len()]);
+        let comp = std::mem::replace(&mut self.comp, callee);
+        for (p, a) in wc.parameters().iter().zip(&args) {
+            self.vals[p.index()] = Some(a.clone());
+        }
+        // Semaphores are held by one collective at a time: what tells the new entry apart.
+        let before = self.in_flight.last().map(|f| f.held.clone());
+        let notes = self.stats.collectives.len();
+        let name = inst.name.clone();
+        self.async_until = Some(until);
+        let r = self.reduce_scatter(wc.root);
+        self.async_until = None;
+        self.vals = vals;
+        self.last_use = last_use;
+        self.comp = comp;
+        // The report measures it by the start, whose instructions these are.
+        if let Some(c) = self.stats.collectives.get_mut(notes) {
+            c.hlo = name;
+        }
+        // The done finds its collective by the start (at most one was pushed, last).
+        if let Some(f) = self.in_flight.last_mut() {
+            if Some(&f.held) != before.as_ref() {
+                f.start = h;
+            }
+        }
+        Ok(Val::Tuple(vec![Val::Tuple(args), r?, Val::Token]))
+    }
+
+    /// The bidirectional ring reduce-scatter of `lanes` over `stage` (the operand's blocks
+    /// made contiguous) into `out`, issued without waiting: the reduce-scatter steps of
+    /// [`Self::ring_all_reduce_async`] (each step's receive and send gated by the previous
+    /// combine, a fan-out semaphore; the combine by its receive), then the chip's block
+    /// stored to `out` on the VPU (after the last combines in the VPU's order). The sends and
+    /// the store's last piece signal the completion semaphore the done waits for.
+    #[allow(clippy::too_many_arguments)]
+    fn ring_reduce_scatter_async(
+        &mut self,
+        h: InstId,
+        recs: &[Vec<i64>],
+        lanes: &[Lane],
+        stage: &Buf,
+        out: &Buf,
+        g: u64,
+        op: Opcode,
+    ) -> CResult<()> {
+        let t = self.vty(stage.ty)?;
+        let w = stage.ty.byte_size() as u64;
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let nl = lanes.len();
+        let ce = lanes[0].stride / w;
+        let held = match self.hold_async(nl + 1) {
+            Some(s) if nl <= FANOUT_SEMS.len() => s,
+            other => {
+                // Not enough semaphores free: the synchronous block.
+                if let Some(s) = other {
+                    self.e.give_back(&s);
+                }
+                if self.coll_begin(recs)? {
+                    self.ring_phase(lanes, g, t, w, Some(op));
+                    self.chunk_addr(0, g, ce * w, stage.addr, None);
+                    let pieces = self.runtime_vpu(RtVpu::Store, out.addr, ce, t, w, 0);
+                    self.wait(0, pieces);
+                    self.coll_end();
+                }
+                return Ok(());
+            }
+        };
+        // Shared with the all-reduces in flight (see `ring_all_reduce_async`).
+        self.e.hold_fanout();
+        for (i, _) in lanes.iter().enumerate() {
+            self.e.b.declare_sem(SemDecl {
+                sem: FANOUT_SEMS[i],
+                wait: 1,
+                signal: 2,
+                shared: false,
+            });
+        }
+        self.e.seq_write(stage.access());
+        self.e.seq_write(out.access());
+        for l in lanes {
+            self.e.seq_write(isa::Access::vmem(l.tmp, l.len * w));
+        }
+        self.load_record(recs)?;
+        let done = held[nl];
+        let steps = g as i64 - 1;
+        let at = |space| MemRef {
+            space,
+            base: R_ADDR,
+            off: 0,
+        };
+        for s in 0..steps {
+            let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
+            for (i, lane) in lanes.iter().enumerate() {
+                let gate = (s > 0).then_some(FANOUT_SEMS[i]);
+                let (from, to) = if lane.fwd {
+                    (lane.f.prev, lane.f.next)
+                } else {
+                    (lane.f.next, lane.f.prev)
+                };
+                let dst = self.e.memref(Space::Vmem, lane.tmp);
+                self.post_sync(
+                    false,
+                    from,
+                    dst,
+                    lane.len * w,
+                    lane.tag,
+                    gate,
+                    Some(held[i]),
+                );
+                self.chunk_addr(k(lane, 1), g, lane.stride, lane.base, lane.f.seg);
+                let src = at(lane.space);
+                self.post_sync(true, to, src, lane.len * w, lane.tag, gate, Some(done));
+            }
+            for (i, lane) in lanes.iter().enumerate() {
+                // The last step's combine signals nothing: the store follows it on the VPU.
+                let sig = (s + 1 < steps).then_some(FANOUT_SEMS[i]);
+                self.chunk_addr(k(lane, 2), g, lane.stride, lane.base, lane.f.seg);
+                self.runtime_vpu_with(RtVpu::Combine(op), lane.tmp, lane.len, t, w, |j, last| {
+                    ((j == 0).then_some(held[i]), if last { sig } else { None })
+                });
+            }
+        }
+        // This chip's block: chunk `pos`.
+        self.chunk_addr(0, g, ce * w, stage.addr, None);
+        self.runtime_vpu_with(RtVpu::Store, out.addr, ce, t, w, |_, last| {
+            (None, last.then_some(done))
+        });
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, nl as u32 * steps as u32 + 1)],
+            held,
+            fanout: true,
         });
         Ok(())
     }
