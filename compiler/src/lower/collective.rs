@@ -40,8 +40,8 @@
 //! hop latencies of the two overlap; the ICI reads and writes HBM outside the HBM link model.
 //!
 //! **Asynchronous collectives** (`all-reduce-start`, `all-gather-start`,
-//! `collective-permute-start`, an `async-start` wrapping one reduce-scatter
-//! ([`Lowerer::async_reduce_scatter`]) and their dones, kept by [`crate::passes::sync_async`] in the
+//! `collective-permute-start`, an `async-start` wrapping one reduce-scatter or all-to-all
+//! ([`Lowerer::async_wrapped`]) and their dones, kept by [`crate::passes::sync_async`] in the
 //! entry and in while/conditional bodies; lowering follows each computation's textual order,
 //! so the work XLA scheduled between start and done is lowered between them; a start in a
 //! body has its done in the body, so each execution of the body issues and waits). On a flat ring the start
@@ -228,7 +228,7 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         Opcode::AllReduceStart => l.async_start(h, Lowerer::all_reduce)?,
         Opcode::AllGatherStart => l.async_start(h, Lowerer::all_gather)?,
         Opcode::CollectivePermuteStart => l.async_start(h, Lowerer::collective_permute)?,
-        Opcode::AsyncStart => l.async_reduce_scatter(h)?,
+        Opcode::AsyncStart => l.async_wrapped(h)?,
         Opcode::AllReduceDone
         | Opcode::AllGatherDone
         | Opcode::CollectivePermuteDone
@@ -1403,7 +1403,13 @@ impl Lowerer<'_> {
                 .collect::<CResult<_>>()?;
             let total: u64 = xs.iter().map(|x| x.bytes()).sum();
             self.note(h, CollKind::AllToAll, &groups, total, &[]);
-            if self.coll_begin(&recs)? {
+            if self.async_until.is_some() {
+                for x in &xs {
+                    // The sends read the operands after the start.
+                    self.extend_life(&Val::Array(x.clone()), h);
+                }
+                self.all_to_all_async(h, &recs, &outs, &xs, tag)?;
+            } else if self.coll_begin(&recs)? {
                 for (j, o) in outs.iter().enumerate() {
                     let m = self.e.memref(Space::Vmem, o.addr);
                     self.post(false, F_MEMBERS + j, m, o.bytes(), tag, 0);
@@ -1426,16 +1432,32 @@ impl Lowerer<'_> {
         let (a, dd, b) = split3(&x.dims, d);
         let dk = dd / g;
         let blk = (a * dk * b) as u64 * ty.byte_size() as u64;
-        let send = self.tmp(ty, vec![g, a, dk, b])?;
-        self.permute_into(&send, &x.with_dims(vec![a, g, dk, b]), &[1, 0, 2, 3])?;
         let direct = a == 1;
+        // An asynchronous one (direct: no rearranging after the transfers) sends from `send`
+        // after the start: it lives until the done.
+        let asynchronous = self.async_until.is_some() && direct;
+        let send = if asynchronous {
+            self.buf_until(self.async_until.unwrap_or(self.pos), ty, vec![g, a, dk, b])?
+        } else {
+            self.tmp(ty, vec![g, a, dk, b])?
+        };
+        self.permute_into(&send, &x.with_dims(vec![a, g, dk, b]), &[1, 0, 2, 3])?;
         let recv = if direct {
             self.new_buf(h, ty, vec![g, a, dk, b])?
         } else {
             self.tmp(ty, vec![g, a, dk, b])?
         };
         self.note(h, CollKind::AllToAll, &groups, g as u64 * blk, &[]);
-        if self.coll_begin(&recs)? {
+        if asynchronous {
+            let view = |b: &Buf, j: usize| Buf {
+                addr: b.addr + j as u64 * blk,
+                dims: vec![(blk / ty.byte_size() as u64) as usize],
+                ..b.clone()
+            };
+            let outs: Vec<Buf> = (0..g).map(|j| view(&recv, j)).collect();
+            let xs: Vec<Buf> = (0..g).map(|j| view(&send, j)).collect();
+            self.all_to_all_async(h, &recs, &outs, &xs, tag)?;
+        } else if self.coll_begin(&recs)? {
             for j in 0..g {
                 let m = self.e.memref(Space::Vmem, recv.addr + j as u64 * blk);
                 self.post(false, F_MEMBERS + j, m, blk, tag, 0);
@@ -1877,19 +1899,20 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    /// An `async-start` wrapping one reduce-scatter of its operand (kept by
-    /// [`crate::passes::sync_async::wraps_reduce_scatter`]): the wrapped reduce-scatter is
+    /// An `async-start` wrapping one reduce-scatter of its operand or one all-to-all (kept by
+    /// [`crate::passes::sync_async::wraps_lowered_async`]): the wrapped collective is
     /// lowered in place of the start, with the wrapped computation's instructions in view
     /// (its parameter bound to the operand; every value it makes lives until the done), and
-    /// issued like an all-reduce start ([`Self::ring_reduce_scatter_async`] on a flat ring;
-    /// torus stages run synchronously at the start). Its value is `((operand), result,
+    /// issued like an all-reduce start ([`Self::ring_reduce_scatter_async`] on a flat ring,
+    /// [`Self::all_to_all_async`] for an all-to-all that needs no rearranging after its
+    /// transfers; torus stages and the other all-to-alls run synchronously at the start). Its value is `((operand), result,
     /// context)`; the `async-done` waits and takes the result.
-    fn async_reduce_scatter(&mut self, h: InstId) -> CResult<Val> {
+    fn async_wrapped(&mut self, h: InstId) -> CResult<Val> {
         let inst = &self.comp().insts[h];
-        if !crate::passes::sync_async::wraps_reduce_scatter(self.m, inst) {
+        if !crate::passes::sync_async::wraps_lowered_async(self.m, inst) {
             return Err(self.unsupported(
-                "an async-start of anything but one all-reduce, all-gather, collective-permute \
-                 or reduce-scatter of its parameters",
+                "an async-start of anything but one all-reduce, all-gather, collective-permute, \
+                 reduce-scatter or all-to-all of its parameters",
             ));
         }
         self.check_start(h)?;
@@ -1912,7 +1935,10 @@ impl Lowerer<'_> {
         let notes = self.stats.collectives.len();
         let name = inst.name.clone();
         self.async_until = Some(until);
-        let r = self.reduce_scatter(wc.root);
+        let r = match wc.insts[wc.root].opcode {
+            Opcode::AllToAll => self.all_to_all(wc.root),
+            _ => self.reduce_scatter(wc.root),
+        };
         self.async_until = None;
         self.vals = vals;
         self.last_use = last_use;
@@ -1928,6 +1954,61 @@ impl Lowerer<'_> {
             }
         }
         Ok(Val::Tuple(vec![Val::Tuple(args), r?, Val::Token]))
+    }
+
+    /// An all-to-all issued without waiting: member `j`'s block of `outs[j]` received from it
+    /// and `xs[j]` sent to it, every transfer signalling the completion semaphore the done
+    /// waits for (`2g`).
+    fn all_to_all_async(
+        &mut self,
+        h: InstId,
+        recs: &[Vec<i64>],
+        outs: &[Buf],
+        xs: &[Buf],
+        tag: u32,
+    ) -> CResult<()> {
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let Some(held) = self.hold_async(1) else {
+            // No semaphore free: the synchronous block.
+            if self.coll_begin(recs)? {
+                for (j, o) in outs.iter().enumerate() {
+                    let m = self.e.memref(Space::Vmem, o.addr);
+                    self.post(false, F_MEMBERS + j, m, o.bytes(), tag, 0);
+                }
+                for (j, x) in xs.iter().enumerate() {
+                    let m = self.e.memref(Space::Vmem, x.addr);
+                    self.post(true, F_MEMBERS + j, m, x.bytes(), tag, 0);
+                }
+                self.wait(0, 2 * outs.len() as u32);
+                self.coll_end();
+            }
+            return Ok(());
+        };
+        let done = held[0];
+        for o in outs {
+            self.e.seq_write(o.access());
+        }
+        for x in xs {
+            self.e.seq_read(x.access());
+        }
+        self.load_record(recs)?;
+        for (j, o) in outs.iter().enumerate() {
+            let m = self.e.memref(Space::Vmem, o.addr);
+            self.post_sync(false, F_MEMBERS + j, m, o.bytes(), tag, None, Some(done));
+        }
+        for (j, x) in xs.iter().enumerate() {
+            let m = self.e.memref(Space::Vmem, x.addr);
+            self.post_sync(true, F_MEMBERS + j, m, x.bytes(), tag, None, Some(done));
+        }
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, (outs.len() + xs.len()) as u32)],
+            held,
+            fanout: false,
+        });
+        Ok(())
     }
 
     /// The bidirectional ring reduce-scatter of `lanes` over `stage` (the operand's blocks

@@ -11,8 +11,8 @@
 //! the body). Such a computation's `async-start`/`async-done` pair whose wrapped computation
 //! is exactly one all-reduce (any number of operands), all-gather or collective-permute (one
 //! operand) of its parameters is first rewritten into that collective's own start and done;
-//! one wrapping exactly one reduce-scatter of its one parameter stays an
-//! `async-start`/`async-done` pair, issued asynchronously too ([`wraps_reduce_scatter`]). Lowering follows each
+//! one wrapping exactly one reduce-scatter of its one parameter or one all-to-all stays an
+//! `async-start`/`async-done` pair, issued asynchronously too ([`wraps_lowered_async`]). Lowering follows each
 //! computation's instruction order (a post order that visits instructions in their textual
 //! order), so the work XLA's scheduler placed between start and done is lowered between them.
 //!
@@ -55,22 +55,27 @@ pub fn kept(s: &Instruction) -> bool {
 }
 
 /// Whether `start` is an `async-start` whose computation is exactly one reduce-scatter of its
-/// one parameter: kept as the `async-start`/`async-done` pair, which lowering issues
-/// asynchronously (XLA has no `reduce-scatter-start`; FSDP-style sharding reduce-scatters
-/// gradients this way).
-pub fn wraps_reduce_scatter(m: &Module, start: &Instruction) -> bool {
+/// one parameter, or one all-to-all of its parameters (array form: one): kept as the
+/// `async-start`/`async-done` pair, which lowering issues asynchronously (XLA has no
+/// `reduce-scatter-start` or `all-to-all-start`; FSDP-style sharding reduce-scatters
+/// gradients this way, expert and sequence parallelism all-to-all).
+pub fn wraps_lowered_async(m: &Module, start: &Instruction) -> bool {
     let Some(c) = start.attrs.calls else {
         return false;
     };
     let comp = &m.comps[c];
     let params = comp.parameters();
     let root = &comp.insts[comp.root];
+    let one = start.operands.len() == 1 && root.shape.as_array().is_some();
     start.opcode == Opcode::AsyncStart
-        && start.operands.len() == 1
-        && comp.insts.len() == 2
-        && root.opcode == Opcode::ReduceScatter
+        && !start.operands.is_empty()
+        && comp.insts.len() == params.len() + 1
         && root.operands == params
-        && root.shape.as_array().is_some()
+        && match root.opcode {
+            Opcode::ReduceScatter => one,
+            Opcode::AllToAll => one || root.attrs.dimensions.is_none(),
+            _ => false,
+        }
 }
 
 /// The collective an `async-start` wraps, if its computation is exactly one all-reduce,
@@ -204,7 +209,7 @@ impl Pass for SyncAsync {
                 .map(|(h, i)| (h, i.operands[0]))
                 .filter(|&(_, s)| users[s.index()] == 1 && comp.root != s)
                 .filter(|&(_, s)| {
-                    !(lowered && (kept(&comp.insts[s]) || wraps_reduce_scatter(m, &comp.insts[s])))
+                    !(lowered && (kept(&comp.insts[s]) || wraps_lowered_async(m, &comp.insts[s])))
                 })
                 .collect();
             for (done, start) in dones {
