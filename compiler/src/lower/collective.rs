@@ -57,9 +57,11 @@
 //! waits only for the pending instructions that touch the collective's buffers (the emitter's
 //! `seq_write`); its buffers and scratch live until the done, so nothing lowered in between
 //! reuses them. The semaphores are held across fences ([`super::emit::Emitter::hold`]).
-//! An all-gather start ([`Lowerer::ring_all_gather_async`], a flat ring gathering along the
-//! leading non-trivial dimension) loads the chip's own block on the VPU and runs the
-//! all-gather steps the same way; a permute start ([`Lowerer::permute_async`], every chip a
+//! An all-gather start ([`Lowerer::ring_all_gather_async`], a flat ring) loads the chip's own
+//! block on the VPU and runs the all-gather steps the same way (gathering along an inner
+//! dimension, into a staging buffer of blocks that its done rearranges into the result once
+//! the transfers are complete: [`InFlight::post`], as an all-to-all split along an inner
+//! dimension); a permute start ([`Lowerer::permute_async`], every chip a
 //! source and a target) posts its receive and send; the operand lives until the done.
 //!
 //! What overlaps: the ICI transfers and the VPU combines with every instruction lowered
@@ -78,7 +80,7 @@
 //! after the last start runs under all of them while their transfers follow one another on
 //! the ICI. When the emitter has too few semaphores free, the oldest in flight complete
 //! first.
-//! Torus stages, all-gathers along an inner dimension, partial permutes, all-reduces streamed
+//! Torus stages, partial permutes, all-reduces streamed
 //! through HBM and starts when too few semaphores are free run the synchronous block at the
 //! start (right values, no overlap); `async-start`/`async-done` of anything but one such
 //! collective reach this file as their synchronous ops. A tuple all-reduce-start runs one
@@ -163,6 +165,10 @@ pub struct InFlight {
     held: Vec<u8>,
     /// Whether it holds the fan-out semaphores.
     fanout: bool,
+    /// Blocks rearranged at the done, once the transfers are complete: `[g, A, Dk, B]` at
+    /// `.1` into `[A, g, Dk, B]` at `.0` (an all-gather along an inner dimension, an
+    /// all-to-all split along one). Kept (its waits done) when a drain completes it early.
+    post: Option<(Buf, Buf)>,
 }
 
 /// What [`Lowerer::runtime_vpu`] does between the runtime address `[s28]` and a static one.
@@ -1343,11 +1349,14 @@ impl Lowerer<'_> {
         let (a, dk, b) = split3(&x.dims, d);
         let ce = (a * dk * b) as u64;
         let direct = a == 1;
+        let asynchronous = self.async_until.is_some() && g > 1;
         let stage = if direct {
             self.new_buf(h, ty, vec![g, a, dk, b])?
         } else {
-            self.tmp(ty, vec![g, a, dk, b])?
+            // Rearranged at the done when asynchronous: it lives until then.
+            self.buf_until(self.async_until.unwrap_or(self.pos), ty, vec![g, a, dk, b])?
         };
+        let before = self.in_flight.last().map(|f| f.held.clone());
         if let Some(tor) = self.torus_block_stages(&groups) {
             self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w, &tor);
             self.torus_run(&tor, stage.addr, g as u64 * ce, ty, Torus::AllGather(&x))?;
@@ -1356,7 +1365,7 @@ impl Lowerer<'_> {
             let recs = self.ring_records(&groups, false);
             // Own block at position `pos`, then the all-gather ring.
             let lanes = self.lanes(stage.addr, ce, ty, false)?;
-            if self.async_until.is_some() && direct && g > 1 {
+            if asynchronous {
                 self.ring_all_gather_async(h, &recs, &lanes, &x, g as u64)?;
             } else if self.coll_begin(&recs)? {
                 self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
@@ -1372,7 +1381,12 @@ impl Lowerer<'_> {
             return Ok(Val::Array(stage.with_dims(dims)));
         }
         let out = self.new_buf(h, ty, dims)?;
-        self.permute_into(&out.with_dims(vec![a, g, dk, b]), &stage, &[1, 0, 2, 3])?;
+        let dst = out.with_dims(vec![a, g, dk, b]);
+        if asynchronous {
+            self.attach_post(before, dst, stage)?;
+        } else {
+            self.permute_into(&dst, &stage, &[1, 0, 2, 3])?;
+        }
         Ok(Val::Array(out))
     }
 
@@ -1433,9 +1447,9 @@ impl Lowerer<'_> {
         let dk = dd / g;
         let blk = (a * dk * b) as u64 * ty.byte_size() as u64;
         let direct = a == 1;
-        // An asynchronous one (direct: no rearranging after the transfers) sends from `send`
-        // after the start: it lives until the done.
-        let asynchronous = self.async_until.is_some() && direct;
+        // An asynchronous one sends from `send` after the start and, unless direct, rearranges
+        // `recv` at the done: both live until the done.
+        let asynchronous = self.async_until.is_some();
         let send = if asynchronous {
             self.buf_until(self.async_until.unwrap_or(self.pos), ty, vec![g, a, dk, b])?
         } else {
@@ -1445,8 +1459,9 @@ impl Lowerer<'_> {
         let recv = if direct {
             self.new_buf(h, ty, vec![g, a, dk, b])?
         } else {
-            self.tmp(ty, vec![g, a, dk, b])?
+            self.buf_until(self.async_until.unwrap_or(self.pos), ty, vec![g, a, dk, b])?
         };
+        let before = self.in_flight.last().map(|f| f.held.clone());
         self.note(h, CollKind::AllToAll, &groups, g as u64 * blk, &[]);
         if asynchronous {
             let view = |b: &Buf, j: usize| Buf {
@@ -1473,7 +1488,12 @@ impl Lowerer<'_> {
             return Ok(Val::Array(recv.with_dims(dims)));
         }
         let out = self.new_buf(h, ty, dims)?;
-        self.permute_into(&out.with_dims(vec![a, g, dk, b]), &recv, &[1, 0, 2, 3])?;
+        let dst = out.with_dims(vec![a, g, dk, b]);
+        if asynchronous {
+            self.attach_post(before, dst, recv)?;
+        } else {
+            self.permute_into(&dst, &recv, &[1, 0, 2, 3])?;
+        }
         Ok(Val::Array(out))
     }
 
@@ -1614,8 +1634,7 @@ impl Lowerer<'_> {
 impl Lowerer<'_> {
     /// A `*-start` (`all-reduce-start`, `all-gather-start`, `collective-permute-start`): the
     /// collective `lower`, issued without waiting for it where it can be (a flat ring; a
-    /// gather along its leading non-trivial dimension; a permute where every chip is a source
-    /// and a target); its `*-done` waits.
+    /// permute where every chip is a source and a target); its `*-done` waits.
     fn async_start(
         &mut self,
         h: InstId,
@@ -1634,8 +1653,11 @@ impl Lowerer<'_> {
         let s = self.comp().insts[h].operands[0];
         // A tuple all-reduce runs one ring per element type.
         while let Some(k) = self.in_flight.iter().position(|f| f.start == s) {
-            let f = self.in_flight.remove(k);
-            self.complete(f);
+            let mut f = self.in_flight.remove(k);
+            self.complete(&mut f);
+            if let Some((dst, src)) = f.post {
+                self.permute_into(&dst, &src, &[1, 0, 2, 3])?;
+            }
         }
         let v = match self.val(s)? {
             Val::Tuple(vs)
@@ -1731,6 +1753,7 @@ impl Lowerer<'_> {
             waits: vec![(done, 2)],
             held,
             fanout: false,
+            post: None,
         });
         Ok(())
     }
@@ -1788,6 +1811,7 @@ impl Lowerer<'_> {
             waits: vec![(done, nl as u32 * g as u32)],
             held,
             fanout: false,
+            post: None,
         });
         Ok(())
     }
@@ -1837,20 +1861,38 @@ impl Lowerer<'_> {
     /// before a `while`/`conditional` whose body talks to other chips, and before the outputs
     /// are stored.
     pub(crate) fn drain_async(&mut self) {
-        for f in std::mem::take(&mut self.in_flight) {
+        let mut all = std::mem::take(&mut self.in_flight);
+        for f in &mut all {
             self.complete(f);
+        }
+        // What still has its blocks to rearrange does that at its done.
+        all.retain(|f| f.post.is_some());
+        self.in_flight = all;
+    }
+
+    /// The sequencer waits for `f`'s completion semaphores; its semaphores return to the pool
+    /// (`f` then waits for nothing and holds nothing).
+    fn complete(&mut self, f: &mut InFlight) {
+        for (sem, n) in std::mem::take(&mut f.waits) {
+            self.wait(sem, n);
+        }
+        self.e.give_back(&std::mem::take(&mut f.held));
+        if std::mem::take(&mut f.fanout) && !self.in_flight.iter().any(|g| g.fanout) {
+            self.e.give_back(&FANOUT_SEMS);
         }
     }
 
-    /// The sequencer waits for `f`'s completion semaphores; its semaphores return to the pool.
-    fn complete(&mut self, f: InFlight) {
-        for (sem, n) in f.waits {
-            self.wait(sem, n);
+    /// Hands `post` (module docs of [`InFlight::post`]) to the asynchronous collective just
+    /// pushed (`before`: the held semaphores of the last entry before it), or, when the
+    /// collective ran synchronously, rearranges the blocks now.
+    fn attach_post(&mut self, before: Option<Vec<u8>>, dst: Buf, src: Buf) -> CResult<()> {
+        if let Some(f) = self.in_flight.last_mut() {
+            if !f.held.is_empty() && Some(&f.held) != before.as_ref() {
+                f.post = Some((dst, src));
+                return Ok(());
+            }
         }
-        self.e.give_back(&f.held);
-        if f.fanout && !self.in_flight.iter().any(|g| g.fanout) {
-            self.e.give_back(&FANOUT_SEMS);
-        }
+        self.permute_into(&dst, &src, &[1, 0, 2, 3])
     }
 
     /// `n` semaphores for an asynchronous collective issued while others may be in flight
@@ -1864,11 +1906,13 @@ impl Lowerer<'_> {
             if let Some(s) = self.e.hold(n) {
                 return Some(s);
             }
-            if self.in_flight.is_empty() {
-                return None;
+            // The oldest that still waits for something.
+            let k = self.in_flight.iter().position(|f| !f.held.is_empty())?;
+            let mut f = self.in_flight.remove(k);
+            self.complete(&mut f);
+            if f.post.is_some() {
+                self.in_flight.insert(k, f);
             }
-            let f = self.in_flight.remove(0);
-            self.complete(f);
         }
     }
 
@@ -1895,6 +1939,7 @@ impl Lowerer<'_> {
             waits: vec![(held[0], n)],
             held,
             fanout: false,
+            post: None,
         });
         Ok(())
     }
@@ -1949,7 +1994,7 @@ impl Lowerer<'_> {
         }
         // The done finds its collective by the start (at most one was pushed, last).
         if let Some(f) = self.in_flight.last_mut() {
-            if Some(&f.held) != before.as_ref() {
+            if !f.held.is_empty() && Some(&f.held) != before.as_ref() {
                 f.start = h;
             }
         }
@@ -2007,6 +2052,7 @@ impl Lowerer<'_> {
             waits: vec![(done, (outs.len() + xs.len()) as u32)],
             held,
             fanout: false,
+            post: None,
         });
         Ok(())
     }
@@ -2117,6 +2163,7 @@ impl Lowerer<'_> {
             waits: vec![(done, nl as u32 * steps as u32 + 1)],
             held,
             fanout: true,
+            post: None,
         });
         Ok(())
     }
@@ -2236,6 +2283,7 @@ impl Lowerer<'_> {
             waits: vec![(done, nl as u32 * g as u32)],
             held,
             fanout: true,
+            post: None,
         });
         Ok(())
     }
