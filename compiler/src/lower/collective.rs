@@ -80,7 +80,9 @@
 //! after the last start runs under all of them while their transfers follow one another on
 //! the ICI. When the emitter has too few semaphores free, the oldest in flight complete
 //! first.
-//! Torus stages, partial permutes, all-reduces streamed
+//! A partial permute start ([`Lowerer::permute_async_partial`]) has the chips that are no
+//! target send zeros to those that are no source.
+//! Torus stages, all-reduces streamed
 //! through HBM and starts when too few semaphores are free run the synchronous block at the
 //! start (right values, no overlap); `async-start`/`async-done` of anything but one such
 //! collective reach this file as their synchronous ops. A tuple all-reduce-start runs one
@@ -1523,10 +1525,12 @@ impl Lowerer<'_> {
             self.extend_life(&Val::Array(x.clone()), h);
             return Ok(Val::Tuple(vec![Val::Array(x), Val::Array(out)]));
         }
-        self.exchange(h, &pairs, Some(&x), Some(&out), tag)?;
         if self.async_until.is_some() {
+            self.permute_async_partial(h, &pairs, &x, &out, tag)?;
+            self.extend_life(&Val::Array(x.clone()), h);
             return Ok(Val::Tuple(vec![Val::Array(x), Val::Array(out)]));
         }
+        self.exchange(h, &pairs, Some(&x), Some(&out), tag)?;
         Ok(Val::Array(out))
     }
 
@@ -1633,8 +1637,8 @@ impl Lowerer<'_> {
 /// Asynchronous forms (module docs, "Asynchronous all-reduce").
 impl Lowerer<'_> {
     /// A `*-start` (`all-reduce-start`, `all-gather-start`, `collective-permute-start`): the
-    /// collective `lower`, issued without waiting for it where it can be (a flat ring; a
-    /// permute where every chip is a source and a target); its `*-done` waits.
+    /// collective `lower`, issued without waiting for it where it can be (a flat ring, any
+    /// permute); its `*-done` waits.
     fn async_start(
         &mut self,
         h: InstId,
@@ -1748,6 +1752,109 @@ impl Lowerer<'_> {
         self.post_sync(false, 0, m, out.bytes(), tag, None, Some(done));
         let m = self.e.memref(Space::Vmem, x.addr);
         self.post_sync(true, 1, m, x.bytes(), tag, None, Some(done));
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, 2)],
+            held,
+            fanout: false,
+            post: None,
+        });
+        Ok(())
+    }
+
+    /// A permutation in which some chips are no source or no target (a pipeline's shift),
+    /// issued without waiting and without branches: every chip posts one receive and one
+    /// send. The chips that are no target send zeros (a buffer the VPU fills at the start)
+    /// to the chips that are no source (as many), whose results must be zeros: a chip that is
+    /// neither to itself (no link), the others paired in chip order. Both transfers signal
+    /// the semaphore the done waits for (`n = 2`). The zeros' transfers are not in the
+    /// report's closed form.
+    fn permute_async_partial(
+        &mut self,
+        h: InstId,
+        pairs: &[(usize, usize)],
+        x: &Buf,
+        out: &Buf,
+        tag: u32,
+    ) -> CResult<()> {
+        let n = self.chips;
+        let (mut src, mut tgt) = (vec![None; n], vec![None; n]);
+        for &(s, d) in pairs {
+            tgt[s] = Some(d);
+            src[d] = Some(s);
+        }
+        // Record: [receive from, send to, address sent from].
+        let mut recs = vec![vec![-1i64, -1, x.addr as i64]; n];
+        let (mut zero_to, mut zero_from) = (Vec::new(), Vec::new());
+        for c in 0..n {
+            match (src[c], tgt[c]) {
+                (None, None) => {
+                    zero_to.insert(0, c);
+                    zero_from.insert(0, c);
+                }
+                (None, _) => zero_to.push(c),
+                (_, None) => zero_from.push(c),
+                _ => {}
+            }
+            recs[c][0] = src[c].map_or(-1, |s| s as i64);
+            recs[c][1] = tgt[c].map_or(-1, |d| d as i64);
+        }
+        // Isolated chips first in both lists (paired with themselves), then the rest.
+        let iso = zero_to
+            .iter()
+            .filter(|&&c| src[c].is_none() && tgt[c].is_none())
+            .count();
+        zero_to[..iso].sort_unstable();
+        zero_from[..iso].sort_unstable();
+        if zero_to.len() != zero_from.len() {
+            return Err(CompileError::Internal(
+                "a permutation's sides differ".into(),
+            ));
+        }
+        let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
+        self.note(h, CollKind::Permute, &as_groups, x.bytes(), &[]);
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let Some(held) = self.hold_async(2) else {
+            // No semaphores free: the synchronous block (which notes it again).
+            self.stats.collectives.pop();
+            return self.exchange(h, pairs, Some(x), Some(out), tag);
+        };
+        let (done, zs) = (held[0], held[1]);
+        let until = self.async_until.unwrap_or(self.pos);
+        let zeros = self.buf_until(until, x.ty, x.dims.clone())?;
+        for (&a, &b) in zero_to.iter().zip(&zero_from) {
+            recs[a][0] = b as i64;
+            recs[b][1] = a as i64;
+            recs[b][2] = zeros.addr as i64;
+        }
+        let t = self.vty(x.ty)?;
+        self.e.seq_write(zeros.access());
+        let total = chunks(zeros.elems()).count();
+        for (j, (s, k)) in chunks(zeros.elems()).enumerate() {
+            let dst = self.e.vaddr(zeros.addr + s * x.ty.byte_size() as u64);
+            self.e.seq(Inst::VSplat {
+                dst,
+                src: SReg(0),
+                n: k,
+                t,
+                wait: None,
+                signal: (j + 1 == total).then_some(Sem(zs)),
+            });
+        }
+        self.e.seq_read(x.access());
+        self.e.seq_write(out.access());
+        self.load_record(&recs)?;
+        let m = self.e.memref(Space::Vmem, out.addr);
+        self.post_sync(false, 0, m, out.bytes(), tag, None, Some(done));
+        self.ld_field(R_ADDR, 2);
+        let m = MemRef {
+            space: Space::Vmem,
+            base: R_ADDR,
+            off: 0,
+        };
+        self.post_sync(true, 1, m, x.bytes(), tag, Some(zs), Some(done));
         self.in_flight.push(InFlight {
             start: h,
             waits: vec![(done, 2)],
