@@ -40,8 +40,11 @@
 //! hop latencies of the two overlap; the ICI reads and writes HBM outside the HBM link model.
 //!
 //! **Asynchronous collectives** (`all-reduce-start`, `all-gather-start`,
-//! `collective-permute-start` and their dones, kept by [`crate::passes::sync_async`]; lowering follows the entry's textual order, so the work XLA
-//! scheduled between start and done is lowered between them). On a flat ring the start
+//! `collective-permute-start`, an `async-start` wrapping one reduce-scatter or all-to-all
+//! ([`Lowerer::async_wrapped`]) and their dones, kept by [`crate::passes::sync_async`] in the
+//! entry and in while/conditional bodies; lowering follows each computation's textual order,
+//! so the work XLA scheduled between start and done is lowered between them; a start in a
+//! body has its done in the body, so each execution of the body issues and waits). On a flat ring the start
 //! issues the whole collective into the unit queues and the sequencer moves on: no `fence`,
 //! no `sem.wait`. The ordering the synchronous block gets from the sequencer is carried by
 //! the units' own `wait=`/`signal=` ([`Lowerer::ring_all_reduce_async`]): per lane, a
@@ -54,9 +57,11 @@
 //! waits only for the pending instructions that touch the collective's buffers (the emitter's
 //! `seq_write`); its buffers and scratch live until the done, so nothing lowered in between
 //! reuses them. The semaphores are held across fences ([`super::emit::Emitter::hold`]).
-//! An all-gather start ([`Lowerer::ring_all_gather_async`], a flat ring gathering along the
-//! leading non-trivial dimension) loads the chip's own block on the VPU and runs the
-//! all-gather steps the same way; a permute start ([`Lowerer::permute_async`], every chip a
+//! An all-gather start ([`Lowerer::ring_all_gather_async`], a flat ring) loads the chip's own
+//! block on the VPU and runs the all-gather steps the same way (gathering along an inner
+//! dimension, into a staging buffer of blocks that its done rearranges into the result once
+//! the transfers are complete: [`InFlight::post`], as an all-to-all split along an inner
+//! dimension); a permute start ([`Lowerer::permute_async`], every chip a
 //! source and a target) posts its receive and send; the operand lives until the done.
 //!
 //! What overlaps: the ICI transfers and the VPU combines with every instruction lowered
@@ -66,14 +71,24 @@
 //! stalls on the full ICI queue until the ring's first steps have started (measured:
 //! docs/ici.md); VPU work lowered between start and done queues behind the combines (one VPU
 //! queue) and waits for them; a `fence` in between (control flow, the emitter out of
-//! semaphores) or another collective waits for the collective to finish (the chip runs one
-//! collective at a time: a collective lowered while one is in flight first waits for it).
-//! Torus stages, all-gathers along an inner dimension, partial permutes, all-reduces streamed
+//! semaphores) or a synchronous collective waits for the collectives in flight to finish.
+//! **Several in flight:** a start lowered while others are in flight issues without waiting
+//! for them ([`Lowerer::hold_async`]): each holds its own semaphores (the all-reduces share
+//! the fan-out ones, see [`Lowerer::ring_all_reduce_async`]) and buffers until its done, the
+//! scratch registers are used only while issuing, and every command of the earlier ones
+//! precedes the later ones' on the ICI and the VPU queues (in order), so the compute lowered
+//! after the last start runs under all of them while their transfers follow one another on
+//! the ICI. When the emitter has too few semaphores free, the oldest in flight complete
+//! first.
+//! A partial permute start ([`Lowerer::permute_async_partial`]) has the chips that are no
+//! target send zeros to those that are no source.
+//! Torus stages, all-reduces streamed
 //! through HBM and starts when too few semaphores are free run the synchronous block at the
-//! start (right values, no overlap); tuple all-reduce-starts, starts in while/conditional
-//! bodies and `async-start`/`async-done` of anything but one such collective reach this file
-//! as their synchronous ops. With the analytic backend the start is one
-//! `ici.model` that signals a held semaphore, and the done waits for it.
+//! start (right values, no overlap); `async-start`/`async-done` of anything but one such
+//! collective reach this file as their synchronous ops. A tuple all-reduce-start runs one
+//! asynchronous ring per element type (its operands copied into one buffer each); its done
+//! waits for all of them. With the analytic backend the start is one `ici.model` that
+//! signals a held semaphore, and the done waits for it.
 
 use super::elementwise::{binary, chunks};
 use super::emit::FANOUT_SEMS;
@@ -152,6 +167,10 @@ pub struct InFlight {
     held: Vec<u8>,
     /// Whether it holds the fan-out semaphores.
     fanout: bool,
+    /// Blocks rearranged at the done, once the transfers are complete: `[g, A, Dk, B]` at
+    /// `.1` into `[A, g, Dk, B]` at `.0` (an all-gather along an inner dimension, an
+    /// all-to-all split along one). Kept (its waits done) when a drain completes it early.
+    post: Option<(Buf, Buf)>,
 }
 
 /// What [`Lowerer::runtime_vpu`] does between the runtime address `[s28]` and a static one.
@@ -217,9 +236,11 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
         Opcode::AllReduceStart => l.async_start(h, Lowerer::all_reduce)?,
         Opcode::AllGatherStart => l.async_start(h, Lowerer::all_gather)?,
         Opcode::CollectivePermuteStart => l.async_start(h, Lowerer::collective_permute)?,
-        Opcode::AllReduceDone | Opcode::AllGatherDone | Opcode::CollectivePermuteDone => {
-            l.async_done(h)?
-        }
+        Opcode::AsyncStart => l.async_wrapped(h)?,
+        Opcode::AllReduceDone
+        | Opcode::AllGatherDone
+        | Opcode::CollectivePermuteDone
+        | Opcode::AsyncDone => l.async_done(h)?,
         Opcode::ReduceScatter => l.reduce_scatter(h)?,
         Opcode::AllGather => l.all_gather(h)?,
         Opcode::AllToAll => l.all_to_all(h)?,
@@ -1209,8 +1230,10 @@ impl Lowerer<'_> {
         let w = ty.byte_size() as u64;
         let (a, dd, b) = split3(&x.dims, d);
         let dk = dd / g;
-        // Blocks along d made contiguous: [g, A, Dk, B].
-        let stage = self.tmp(ty, vec![g, a, dk, b])?;
+        // Blocks along d made contiguous: [g, A, Dk, B]; an asynchronous one's lives until
+        // its done.
+        let until = self.async_until.unwrap_or(self.pos);
+        let stage = self.buf_until(until, ty, vec![g, a, dk, b])?;
         self.permute_into(&stage, &x.with_dims(vec![a, g, dk, b]), &[1, 0, 2, 3])?;
         let out = self.new_buf(h, ty, dims)?;
         let ce = (a * dk * b) as u64;
@@ -1232,7 +1255,9 @@ impl Lowerer<'_> {
         self.note(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w, &[]);
         let lanes = self.lanes(stage.addr, ce, ty, true)?;
         let recs = self.ring_records(&groups, false);
-        if self.coll_begin(&recs)? {
+        if self.async_until.is_some() {
+            self.ring_reduce_scatter_async(h, &recs, &lanes, &stage, &out, g as u64, op)?;
+        } else if self.coll_begin(&recs)? {
             self.ring_phase(&lanes, g as u64, t, w, Some(op));
             // This chip's block: chunk `pos`.
             self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
@@ -1326,11 +1351,14 @@ impl Lowerer<'_> {
         let (a, dk, b) = split3(&x.dims, d);
         let ce = (a * dk * b) as u64;
         let direct = a == 1;
+        let asynchronous = self.async_until.is_some() && g > 1;
         let stage = if direct {
             self.new_buf(h, ty, vec![g, a, dk, b])?
         } else {
-            self.tmp(ty, vec![g, a, dk, b])?
+            // Rearranged at the done when asynchronous: it lives until then.
+            self.buf_until(self.async_until.unwrap_or(self.pos), ty, vec![g, a, dk, b])?
         };
+        let before = self.in_flight.last().map(|f| f.held.clone());
         if let Some(tor) = self.torus_block_stages(&groups) {
             self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w, &tor);
             self.torus_run(&tor, stage.addr, g as u64 * ce, ty, Torus::AllGather(&x))?;
@@ -1339,7 +1367,7 @@ impl Lowerer<'_> {
             let recs = self.ring_records(&groups, false);
             // Own block at position `pos`, then the all-gather ring.
             let lanes = self.lanes(stage.addr, ce, ty, false)?;
-            if self.async_until.is_some() && direct && g > 1 {
+            if asynchronous {
                 self.ring_all_gather_async(h, &recs, &lanes, &x, g as u64)?;
             } else if self.coll_begin(&recs)? {
                 self.chunk_addr(0, g as u64, ce * w, stage.addr, None);
@@ -1355,7 +1383,12 @@ impl Lowerer<'_> {
             return Ok(Val::Array(stage.with_dims(dims)));
         }
         let out = self.new_buf(h, ty, dims)?;
-        self.permute_into(&out.with_dims(vec![a, g, dk, b]), &stage, &[1, 0, 2, 3])?;
+        let dst = out.with_dims(vec![a, g, dk, b]);
+        if asynchronous {
+            self.attach_post(before, dst, stage)?;
+        } else {
+            self.permute_into(&dst, &stage, &[1, 0, 2, 3])?;
+        }
         Ok(Val::Array(out))
     }
 
@@ -1386,7 +1419,13 @@ impl Lowerer<'_> {
                 .collect::<CResult<_>>()?;
             let total: u64 = xs.iter().map(|x| x.bytes()).sum();
             self.note(h, CollKind::AllToAll, &groups, total, &[]);
-            if self.coll_begin(&recs)? {
+            if self.async_until.is_some() {
+                for x in &xs {
+                    // The sends read the operands after the start.
+                    self.extend_life(&Val::Array(x.clone()), h);
+                }
+                self.all_to_all_async(h, &recs, &outs, &xs, tag)?;
+            } else if self.coll_begin(&recs)? {
                 for (j, o) in outs.iter().enumerate() {
                     let m = self.e.memref(Space::Vmem, o.addr);
                     self.post(false, F_MEMBERS + j, m, o.bytes(), tag, 0);
@@ -1409,16 +1448,33 @@ impl Lowerer<'_> {
         let (a, dd, b) = split3(&x.dims, d);
         let dk = dd / g;
         let blk = (a * dk * b) as u64 * ty.byte_size() as u64;
-        let send = self.tmp(ty, vec![g, a, dk, b])?;
-        self.permute_into(&send, &x.with_dims(vec![a, g, dk, b]), &[1, 0, 2, 3])?;
         let direct = a == 1;
-        let recv = if direct {
-            self.new_buf(h, ty, vec![g, a, dk, b])?
+        // An asynchronous one sends from `send` after the start and, unless direct, rearranges
+        // `recv` at the done: both live until the done.
+        let asynchronous = self.async_until.is_some();
+        let send = if asynchronous {
+            self.buf_until(self.async_until.unwrap_or(self.pos), ty, vec![g, a, dk, b])?
         } else {
             self.tmp(ty, vec![g, a, dk, b])?
         };
+        self.permute_into(&send, &x.with_dims(vec![a, g, dk, b]), &[1, 0, 2, 3])?;
+        let recv = if direct {
+            self.new_buf(h, ty, vec![g, a, dk, b])?
+        } else {
+            self.buf_until(self.async_until.unwrap_or(self.pos), ty, vec![g, a, dk, b])?
+        };
+        let before = self.in_flight.last().map(|f| f.held.clone());
         self.note(h, CollKind::AllToAll, &groups, g as u64 * blk, &[]);
-        if self.coll_begin(&recs)? {
+        if asynchronous {
+            let view = |b: &Buf, j: usize| Buf {
+                addr: b.addr + j as u64 * blk,
+                dims: vec![(blk / ty.byte_size() as u64) as usize],
+                ..b.clone()
+            };
+            let outs: Vec<Buf> = (0..g).map(|j| view(&recv, j)).collect();
+            let xs: Vec<Buf> = (0..g).map(|j| view(&send, j)).collect();
+            self.all_to_all_async(h, &recs, &outs, &xs, tag)?;
+        } else if self.coll_begin(&recs)? {
             for j in 0..g {
                 let m = self.e.memref(Space::Vmem, recv.addr + j as u64 * blk);
                 self.post(false, F_MEMBERS + j, m, blk, tag, 0);
@@ -1434,7 +1490,12 @@ impl Lowerer<'_> {
             return Ok(Val::Array(recv.with_dims(dims)));
         }
         let out = self.new_buf(h, ty, dims)?;
-        self.permute_into(&out.with_dims(vec![a, g, dk, b]), &recv, &[1, 0, 2, 3])?;
+        let dst = out.with_dims(vec![a, g, dk, b]);
+        if asynchronous {
+            self.attach_post(before, dst, recv)?;
+        } else {
+            self.permute_into(&dst, &recv, &[1, 0, 2, 3])?;
+        }
         Ok(Val::Array(out))
     }
 
@@ -1464,10 +1525,12 @@ impl Lowerer<'_> {
             self.extend_life(&Val::Array(x.clone()), h);
             return Ok(Val::Tuple(vec![Val::Array(x), Val::Array(out)]));
         }
-        self.exchange(h, &pairs, Some(&x), Some(&out), tag)?;
         if self.async_until.is_some() {
+            self.permute_async_partial(h, &pairs, &x, &out, tag)?;
+            self.extend_life(&Val::Array(x.clone()), h);
             return Ok(Val::Tuple(vec![Val::Array(x), Val::Array(out)]));
         }
+        self.exchange(h, &pairs, Some(&x), Some(&out), tag)?;
         Ok(Val::Array(out))
     }
 
@@ -1574,9 +1637,8 @@ impl Lowerer<'_> {
 /// Asynchronous forms (module docs, "Asynchronous all-reduce").
 impl Lowerer<'_> {
     /// A `*-start` (`all-reduce-start`, `all-gather-start`, `collective-permute-start`): the
-    /// collective `lower`, issued without waiting for it where it can be (a flat ring; a
-    /// gather along its leading non-trivial dimension; a permute where every chip is a source
-    /// and a target); its `*-done` waits.
+    /// collective `lower`, issued without waiting for it where it can be (a flat ring, any
+    /// permute); its `*-done` waits.
     fn async_start(
         &mut self,
         h: InstId,
@@ -1593,12 +1655,21 @@ impl Lowerer<'_> {
     /// the start's result (a permute start's value is `(operand, result)`).
     fn async_done(&mut self, h: InstId) -> CResult<Val> {
         let s = self.comp().insts[h].operands[0];
-        if let Some(k) = self.in_flight.iter().position(|f| f.start == s) {
-            let f = self.in_flight.remove(k);
-            self.complete(f);
+        // A tuple all-reduce runs one ring per element type.
+        while let Some(k) = self.in_flight.iter().position(|f| f.start == s) {
+            let mut f = self.in_flight.remove(k);
+            self.complete(&mut f);
+            if let Some((dst, src)) = f.post {
+                self.permute_into(&dst, &src, &[1, 0, 2, 3])?;
+            }
         }
         let v = match self.val(s)? {
-            Val::Tuple(vs) if self.comp().insts[h].opcode == Opcode::CollectivePermuteDone => {
+            Val::Tuple(vs)
+                if matches!(
+                    self.comp().insts[h].opcode,
+                    Opcode::CollectivePermuteDone | Opcode::AsyncDone
+                ) =>
+            {
                 vs.get(1).cloned().ok_or_else(|| {
                     CompileError::Internal("a permute start without its result".into())
                 })?
@@ -1658,7 +1729,6 @@ impl Lowerer<'_> {
         out: &Buf,
         tag: u32,
     ) -> CResult<()> {
-        self.drain_async();
         let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
         self.note(h, CollKind::Permute, &as_groups, x.bytes(), &[]);
         if self.opts.ici_analytic {
@@ -1669,7 +1739,7 @@ impl Lowerer<'_> {
             recs[d][0] = s as i64;
             recs[s][1] = d as i64;
         }
-        let Some(held) = self.e.hold(1) else {
+        let Some(held) = self.hold_async(1) else {
             // No semaphore free: the synchronous block (which notes it again).
             self.stats.collectives.pop();
             return self.exchange(h, pairs, Some(x), Some(out), tag);
@@ -1687,6 +1757,110 @@ impl Lowerer<'_> {
             waits: vec![(done, 2)],
             held,
             fanout: false,
+            post: None,
+        });
+        Ok(())
+    }
+
+    /// A permutation in which some chips are no source or no target (a pipeline's shift),
+    /// issued without waiting and without branches: every chip posts one receive and one
+    /// send. The chips that are no target send zeros (a buffer the VPU fills at the start)
+    /// to the chips that are no source (as many), whose results must be zeros: a chip that is
+    /// neither to itself (no link), the others paired in chip order. Both transfers signal
+    /// the semaphore the done waits for (`n = 2`). The zeros' transfers are not in the
+    /// report's closed form.
+    fn permute_async_partial(
+        &mut self,
+        h: InstId,
+        pairs: &[(usize, usize)],
+        x: &Buf,
+        out: &Buf,
+        tag: u32,
+    ) -> CResult<()> {
+        let n = self.chips;
+        let (mut src, mut tgt) = (vec![None; n], vec![None; n]);
+        for &(s, d) in pairs {
+            tgt[s] = Some(d);
+            src[d] = Some(s);
+        }
+        // Record: [receive from, send to, address sent from].
+        let mut recs = vec![vec![-1i64, -1, x.addr as i64]; n];
+        let (mut zero_to, mut zero_from) = (Vec::new(), Vec::new());
+        for c in 0..n {
+            match (src[c], tgt[c]) {
+                (None, None) => {
+                    zero_to.insert(0, c);
+                    zero_from.insert(0, c);
+                }
+                (None, _) => zero_to.push(c),
+                (_, None) => zero_from.push(c),
+                _ => {}
+            }
+            recs[c][0] = src[c].map_or(-1, |s| s as i64);
+            recs[c][1] = tgt[c].map_or(-1, |d| d as i64);
+        }
+        // Isolated chips first in both lists (paired with themselves), then the rest.
+        let iso = zero_to
+            .iter()
+            .filter(|&&c| src[c].is_none() && tgt[c].is_none())
+            .count();
+        zero_to[..iso].sort_unstable();
+        zero_from[..iso].sort_unstable();
+        if zero_to.len() != zero_from.len() {
+            return Err(CompileError::Internal(
+                "a permutation's sides differ".into(),
+            ));
+        }
+        let as_groups: Vec<Vec<usize>> = pairs.iter().map(|&(s, d)| vec![s, d]).collect();
+        self.note(h, CollKind::Permute, &as_groups, x.bytes(), &[]);
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let Some(held) = self.hold_async(2) else {
+            // No semaphores free: the synchronous block (which notes it again).
+            self.stats.collectives.pop();
+            return self.exchange(h, pairs, Some(x), Some(out), tag);
+        };
+        let (done, zs) = (held[0], held[1]);
+        let until = self.async_until.unwrap_or(self.pos);
+        let zeros = self.buf_until(until, x.ty, x.dims.clone())?;
+        for (&a, &b) in zero_to.iter().zip(&zero_from) {
+            recs[a][0] = b as i64;
+            recs[b][1] = a as i64;
+            recs[b][2] = zeros.addr as i64;
+        }
+        let t = self.vty(x.ty)?;
+        self.e.seq_write(zeros.access());
+        let total = chunks(zeros.elems()).count();
+        for (j, (s, k)) in chunks(zeros.elems()).enumerate() {
+            let dst = self.e.vaddr(zeros.addr + s * x.ty.byte_size() as u64);
+            self.e.seq(Inst::VSplat {
+                dst,
+                src: SReg(0),
+                n: k,
+                t,
+                wait: None,
+                signal: (j + 1 == total).then_some(Sem(zs)),
+            });
+        }
+        self.e.seq_read(x.access());
+        self.e.seq_write(out.access());
+        self.load_record(&recs)?;
+        let m = self.e.memref(Space::Vmem, out.addr);
+        self.post_sync(false, 0, m, out.bytes(), tag, None, Some(done));
+        self.ld_field(R_ADDR, 2);
+        let m = MemRef {
+            space: Space::Vmem,
+            base: R_ADDR,
+            off: 0,
+        };
+        self.post_sync(true, 1, m, x.bytes(), tag, Some(zs), Some(done));
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, 2)],
+            held,
+            fanout: false,
+            post: None,
         });
         Ok(())
     }
@@ -1705,7 +1879,6 @@ impl Lowerer<'_> {
         x: &Buf,
         g: u64,
     ) -> CResult<()> {
-        self.drain_async();
         if self.opts.ici_analytic {
             return self.model_async(h);
         }
@@ -1714,7 +1887,7 @@ impl Lowerer<'_> {
         let nl = lanes.len();
         let stage = lanes[0].base;
         let chunk = lanes[0].stride;
-        let Some(held) = self.e.hold(2 * nl + 1) else {
+        let Some(held) = self.hold_async(2 * nl + 1) else {
             // No semaphores free: the synchronous block.
             if self.coll_begin(recs)? {
                 self.chunk_addr(0, g, chunk, stage, None);
@@ -1745,6 +1918,7 @@ impl Lowerer<'_> {
             waits: vec![(done, nl as u32 * g as u32)],
             held,
             fanout: false,
+            post: None,
         });
         Ok(())
     }
@@ -1790,29 +1964,69 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Waits for every asynchronous collective in flight: before another collective (the chip
-    /// runs one collective at a time) and before the outputs are stored.
+    /// Waits for every asynchronous collective in flight: before a synchronous collective,
+    /// before a `while`/`conditional` whose body talks to other chips, and before the outputs
+    /// are stored.
     pub(crate) fn drain_async(&mut self) {
-        for f in std::mem::take(&mut self.in_flight) {
+        let mut all = std::mem::take(&mut self.in_flight);
+        for f in &mut all {
             self.complete(f);
+        }
+        // What still has its blocks to rearrange does that at its done.
+        all.retain(|f| f.post.is_some());
+        self.in_flight = all;
+    }
+
+    /// The sequencer waits for `f`'s completion semaphores; its semaphores return to the pool
+    /// (`f` then waits for nothing and holds nothing).
+    fn complete(&mut self, f: &mut InFlight) {
+        for (sem, n) in std::mem::take(&mut f.waits) {
+            self.wait(sem, n);
+        }
+        self.e.give_back(&std::mem::take(&mut f.held));
+        if std::mem::take(&mut f.fanout) && !self.in_flight.iter().any(|g| g.fanout) {
+            self.e.give_back(&FANOUT_SEMS);
         }
     }
 
-    /// The sequencer waits for `f`'s completion semaphores; its semaphores return to the pool.
-    fn complete(&mut self, f: InFlight) {
-        for (sem, n) in f.waits {
-            self.wait(sem, n);
+    /// Hands `post` (module docs of [`InFlight::post`]) to the asynchronous collective just
+    /// pushed (`before`: the held semaphores of the last entry before it), or, when the
+    /// collective ran synchronously, rearranges the blocks now.
+    fn attach_post(&mut self, before: Option<Vec<u8>>, dst: Buf, src: Buf) -> CResult<()> {
+        if let Some(f) = self.in_flight.last_mut() {
+            if !f.held.is_empty() && Some(&f.held) != before.as_ref() {
+                f.post = Some((dst, src));
+                return Ok(());
+            }
         }
-        self.e.give_back(&f.held);
-        if f.fanout {
-            self.e.give_back(&FANOUT_SEMS);
+        self.permute_into(&dst, &src, &[1, 0, 2, 3])
+    }
+
+    /// `n` semaphores for an asynchronous collective issued while others may be in flight
+    /// (each holds its own semaphores, registers are only used while issuing, buffers live
+    /// until each one's done, and the commands of all of them queue in program order on the
+    /// ICI and the VPU, so they can be in flight together): when too few are free, the
+    /// collectives in flight complete, oldest first, until enough are. `None` if even then too
+    /// few are free.
+    fn hold_async(&mut self, n: usize) -> Option<Vec<u8>> {
+        loop {
+            if let Some(s) = self.e.hold(n) {
+                return Some(s);
+            }
+            // The oldest that still waits for something.
+            let k = self.in_flight.iter().position(|f| !f.held.is_empty())?;
+            let mut f = self.in_flight.remove(k);
+            self.complete(&mut f);
+            if f.post.is_some() {
+                self.in_flight.insert(k, f);
+            }
         }
     }
 
     /// The analytic backend's asynchronous collective: the `ici.model` of the last noted
     /// collective signals a held semaphore that the done waits for (no fences).
     fn model_async(&mut self, h: InstId) -> CResult<()> {
-        let Some(held) = self.e.hold(1) else {
+        let Some(held) = self.hold_async(1) else {
             return self.model_last();
         };
         let mut cycles = self.model_cycles()?;
@@ -1832,6 +2046,231 @@ impl Lowerer<'_> {
             waits: vec![(held[0], n)],
             held,
             fanout: false,
+            post: None,
+        });
+        Ok(())
+    }
+
+    /// An `async-start` wrapping one reduce-scatter of its operand or one all-to-all (kept by
+    /// [`crate::passes::sync_async::wraps_lowered_async`]): the wrapped collective is
+    /// lowered in place of the start, with the wrapped computation's instructions in view
+    /// (its parameter bound to the operand; every value it makes lives until the done), and
+    /// issued like an all-reduce start ([`Self::ring_reduce_scatter_async`] on a flat ring,
+    /// [`Self::all_to_all_async`] for an all-to-all that needs no rearranging after its
+    /// transfers; torus stages and the other all-to-alls run synchronously at the start). Its value is `((operand), result,
+    /// context)`; the `async-done` waits and takes the result.
+    fn async_wrapped(&mut self, h: InstId) -> CResult<Val> {
+        let inst = &self.comp().insts[h];
+        if !crate::passes::sync_async::wraps_lowered_async(self.m, inst) {
+            return Err(self.unsupported(
+                "an async-start of anything but one all-reduce, all-gather, collective-permute, \
+                 reduce-scatter or all-to-all of its parameters",
+            ));
+        }
+        self.check_start(h)?;
+        let callee = inst.attrs.calls.expect("checked");
+        let wc = &self.m.comps[callee];
+        let until = self.last_use[h.index()];
+        let args: Vec<Val> = inst
+            .operands
+            .iter()
+            .map(|&o| self.val(o))
+            .collect::<CResult<_>>()?;
+        let vals = std::mem::replace(&mut self.vals, vec![None; wc.insts.len()]);
+        let last_use = std::mem::replace(&mut self.last_use, vec![until; wc.insts.len()]);
+        let comp = std::mem::replace(&mut self.comp, callee);
+        for (p, a) in wc.parameters().iter().zip(&args) {
+            self.vals[p.index()] = Some(a.clone());
+        }
+        // Semaphores are held by one collective at a time: what tells the new entry apart.
+        let before = self.in_flight.last().map(|f| f.held.clone());
+        let notes = self.stats.collectives.len();
+        let name = inst.name.clone();
+        self.async_until = Some(until);
+        let r = match wc.insts[wc.root].opcode {
+            Opcode::AllToAll => self.all_to_all(wc.root),
+            _ => self.reduce_scatter(wc.root),
+        };
+        self.async_until = None;
+        self.vals = vals;
+        self.last_use = last_use;
+        self.comp = comp;
+        // The report measures it by the start, whose instructions these are.
+        if let Some(c) = self.stats.collectives.get_mut(notes) {
+            c.hlo = name;
+        }
+        // The done finds its collective by the start (at most one was pushed, last).
+        if let Some(f) = self.in_flight.last_mut() {
+            if !f.held.is_empty() && Some(&f.held) != before.as_ref() {
+                f.start = h;
+            }
+        }
+        Ok(Val::Tuple(vec![Val::Tuple(args), r?, Val::Token]))
+    }
+
+    /// An all-to-all issued without waiting: member `j`'s block of `outs[j]` received from it
+    /// and `xs[j]` sent to it, every transfer signalling the completion semaphore the done
+    /// waits for (`2g`).
+    fn all_to_all_async(
+        &mut self,
+        h: InstId,
+        recs: &[Vec<i64>],
+        outs: &[Buf],
+        xs: &[Buf],
+        tag: u32,
+    ) -> CResult<()> {
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let Some(held) = self.hold_async(1) else {
+            // No semaphore free: the synchronous block.
+            if self.coll_begin(recs)? {
+                for (j, o) in outs.iter().enumerate() {
+                    let m = self.e.memref(Space::Vmem, o.addr);
+                    self.post(false, F_MEMBERS + j, m, o.bytes(), tag, 0);
+                }
+                for (j, x) in xs.iter().enumerate() {
+                    let m = self.e.memref(Space::Vmem, x.addr);
+                    self.post(true, F_MEMBERS + j, m, x.bytes(), tag, 0);
+                }
+                self.wait(0, 2 * outs.len() as u32);
+                self.coll_end();
+            }
+            return Ok(());
+        };
+        let done = held[0];
+        for o in outs {
+            self.e.seq_write(o.access());
+        }
+        for x in xs {
+            self.e.seq_read(x.access());
+        }
+        self.load_record(recs)?;
+        for (j, o) in outs.iter().enumerate() {
+            let m = self.e.memref(Space::Vmem, o.addr);
+            self.post_sync(false, F_MEMBERS + j, m, o.bytes(), tag, None, Some(done));
+        }
+        for (j, x) in xs.iter().enumerate() {
+            let m = self.e.memref(Space::Vmem, x.addr);
+            self.post_sync(true, F_MEMBERS + j, m, x.bytes(), tag, None, Some(done));
+        }
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, (outs.len() + xs.len()) as u32)],
+            held,
+            fanout: false,
+            post: None,
+        });
+        Ok(())
+    }
+
+    /// The bidirectional ring reduce-scatter of `lanes` over `stage` (the operand's blocks
+    /// made contiguous) into `out`, issued without waiting: the reduce-scatter steps of
+    /// [`Self::ring_all_reduce_async`] (each step's receive and send gated by the previous
+    /// combine, a fan-out semaphore; the combine by its receive), then the chip's block
+    /// stored to `out` on the VPU (after the last combines in the VPU's order). The sends and
+    /// the store's last piece signal the completion semaphore the done waits for.
+    #[allow(clippy::too_many_arguments)]
+    fn ring_reduce_scatter_async(
+        &mut self,
+        h: InstId,
+        recs: &[Vec<i64>],
+        lanes: &[Lane],
+        stage: &Buf,
+        out: &Buf,
+        g: u64,
+        op: Opcode,
+    ) -> CResult<()> {
+        let t = self.vty(stage.ty)?;
+        let w = stage.ty.byte_size() as u64;
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let nl = lanes.len();
+        let ce = lanes[0].stride / w;
+        let held = match self.hold_async(nl + 1) {
+            Some(s) if nl <= FANOUT_SEMS.len() => s,
+            other => {
+                // Not enough semaphores free: the synchronous block.
+                if let Some(s) = other {
+                    self.e.give_back(&s);
+                }
+                if self.coll_begin(recs)? {
+                    self.ring_phase(lanes, g, t, w, Some(op));
+                    self.chunk_addr(0, g, ce * w, stage.addr, None);
+                    let pieces = self.runtime_vpu(RtVpu::Store, out.addr, ce, t, w, 0);
+                    self.wait(0, pieces);
+                    self.coll_end();
+                }
+                return Ok(());
+            }
+        };
+        // Shared with the all-reduces in flight (see `ring_all_reduce_async`).
+        self.e.hold_fanout();
+        for (i, _) in lanes.iter().enumerate() {
+            self.e.b.declare_sem(SemDecl {
+                sem: FANOUT_SEMS[i],
+                wait: 1,
+                signal: 2,
+                shared: false,
+            });
+        }
+        self.e.seq_write(stage.access());
+        self.e.seq_write(out.access());
+        for l in lanes {
+            self.e.seq_write(isa::Access::vmem(l.tmp, l.len * w));
+        }
+        self.load_record(recs)?;
+        let done = held[nl];
+        let steps = g as i64 - 1;
+        let at = |space| MemRef {
+            space,
+            base: R_ADDR,
+            off: 0,
+        };
+        for s in 0..steps {
+            let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
+            for (i, lane) in lanes.iter().enumerate() {
+                let gate = (s > 0).then_some(FANOUT_SEMS[i]);
+                let (from, to) = if lane.fwd {
+                    (lane.f.prev, lane.f.next)
+                } else {
+                    (lane.f.next, lane.f.prev)
+                };
+                let dst = self.e.memref(Space::Vmem, lane.tmp);
+                self.post_sync(
+                    false,
+                    from,
+                    dst,
+                    lane.len * w,
+                    lane.tag,
+                    gate,
+                    Some(held[i]),
+                );
+                self.chunk_addr(k(lane, 1), g, lane.stride, lane.base, lane.f.seg);
+                let src = at(lane.space);
+                self.post_sync(true, to, src, lane.len * w, lane.tag, gate, Some(done));
+            }
+            for (i, lane) in lanes.iter().enumerate() {
+                // The last step's combine signals nothing: the store follows it on the VPU.
+                let sig = (s + 1 < steps).then_some(FANOUT_SEMS[i]);
+                self.chunk_addr(k(lane, 2), g, lane.stride, lane.base, lane.f.seg);
+                self.runtime_vpu_with(RtVpu::Combine(op), lane.tmp, lane.len, t, w, |j, last| {
+                    ((j == 0).then_some(held[i]), if last { sig } else { None })
+                });
+            }
+        }
+        // This chip's block: chunk `pos`.
+        self.chunk_addr(0, g, ce * w, stage.addr, None);
+        self.runtime_vpu_with(RtVpu::Store, out.addr, ce, t, w, |_, last| {
+            (None, last.then_some(done))
+        });
+        self.in_flight.push(InFlight {
+            start: h,
+            waits: vec![(done, nl as u32 * steps as u32 + 1)],
+            held,
+            fanout: true,
+            post: None,
         });
         Ok(())
     }
@@ -1856,15 +2295,14 @@ impl Lowerer<'_> {
         g: u64,
         op: Opcode,
     ) -> CResult<()> {
-        self.drain_async();
         let t = self.vty(work.ty)?;
         let w = work.ty.byte_size() as u64;
         if self.opts.ici_analytic {
             return self.model_async(h);
         }
         let nl = lanes.len();
-        let held = match self.e.hold(4 * nl + 1) {
-            Some(s) if nl <= FANOUT_SEMS.len() && !self.e.fanout_held() => s,
+        let held = match self.hold_async(4 * nl + 1) {
+            Some(s) if nl <= FANOUT_SEMS.len() => s,
             other => {
                 // Not enough semaphores free: the synchronous block.
                 if let Some(s) = other {
@@ -1878,6 +2316,11 @@ impl Lowerer<'_> {
                 return Ok(());
             }
         };
+        // The fan-out semaphores are shared by every all-reduce in flight: their combines
+        // queue in program order on the VPU and their transfers on the ICI, whose front end
+        // starts its commands in order, so a later all-reduce's first combine signals only
+        // after every wait of the earlier ones' steps has taken its signal (each all-reduce
+        // leaves them at 0).
         self.e.hold_fanout();
         for (i, _) in lanes.iter().enumerate() {
             self.e.b.declare_sem(SemDecl {
@@ -1947,6 +2390,7 @@ impl Lowerer<'_> {
             waits: vec![(done, nl as u32 * g as u32)],
             held,
             fanout: true,
+            post: None,
         });
         Ok(())
     }

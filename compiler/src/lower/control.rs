@@ -146,6 +146,7 @@ pub fn lower_while(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     l.e.b.bind(top);
     l.e.join();
     let (p, saved) = l.lower_sub(cond, vec![state.clone()])?;
+    l.drain_async();
     let Val::Array(pb) = p else {
         return Err(l.unsupported("a while condition that does not return an array"));
     };
@@ -164,6 +165,9 @@ pub fn lower_while(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
         exit,
     );
     let (r, saved) = l.lower_sub(body, vec![state.clone()])?;
+    // An asynchronous collective started in the body completes in the same iteration (its
+    // done is in the body; nothing is left in flight across the back edge).
+    l.drain_async();
     l.copy_val(&state, &r)?;
     l.end_sub(saved);
     l.e.fence();
@@ -231,6 +235,7 @@ pub fn lower_conditional(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
         l.e.join();
         let a = args.get(k).cloned().unwrap_or(Val::Token);
         let (r, saved) = l.lower_sub(comp, vec![a])?;
+        l.drain_async();
         l.copy_val(&out, &r)?;
         l.end_sub(saved);
         l.e.fence();

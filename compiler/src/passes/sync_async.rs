@@ -2,13 +2,19 @@
 //! synchronously.
 //!
 //! **Kept** (lowered as an issue at the start and a wait at the done, see
-//! [`crate::lower::collective`]): in the entry computation, an `all-reduce-start` of one array
-//! operand, an `all-gather-start` or a `collective-permute-start` of one operand, whose only
-//! user is its done. An entry computation's `async-start`/`async-done` pair whose wrapped
-//! computation is exactly one all-reduce, all-gather or collective-permute of its parameters
-//! (one operand) is first rewritten into that collective's own start and done. Lowering follows the entry's instruction
-//! order (a post order that visits instructions in their textual order), so the work XLA's
-//! scheduler placed between start and done is lowered between them.
+//! [`crate::lower::collective`]): in the entry computation or in a computation lowered like it
+//! ([`control_comps`]: the conditions and bodies of its `while` loops and the branches of its
+//! `conditional`s, transitively), an `all-reduce-start` of one array operand or of several (a
+//! tuple of arrays: XLA's combined all-reduce of many gradients, one ring per element type),
+//! an `all-gather-start` or a `collective-permute-start` of one operand, whose only user is
+//! its done (in the same computation, so a start in a body completes in the same execution of
+//! the body). Such a computation's `async-start`/`async-done` pair whose wrapped computation
+//! is exactly one all-reduce (any number of operands), all-gather or collective-permute (one
+//! operand) of its parameters is first rewritten into that collective's own start and done;
+//! one wrapping exactly one reduce-scatter of its one parameter or one all-to-all stays an
+//! `async-start`/`async-done` pair, issued asynchronously too ([`wraps_lowered_async`]). Lowering follows each
+//! computation's instruction order (a post order that visits instructions in their textual
+//! order), so the work XLA's scheduler placed between start and done is lowered between them.
 //!
 //! **The others run synchronously**: each `all-reduce-done`, `all-gather-done`,
 //! `collective-permute-done` or `async-done` whose operand is its start (and the start has no
@@ -31,13 +37,43 @@ use hlo::{InstId, Instruction, Module, Opcode};
 /// See the module docs.
 pub struct SyncAsync;
 
-/// Whether the start `s` (whose only user is its done, in the entry computation) stays
+/// Whether the start `s` (whose only user is its done, in one of [`control_comps`]) stays
 /// asynchronous.
 pub fn kept(s: &Instruction) -> bool {
-    s.operands.len() == 1
-        && match s.opcode {
-            Opcode::AllReduceStart => s.shape.as_array().is_some(),
-            Opcode::AllGatherStart | Opcode::CollectivePermuteStart => true,
+    match s.opcode {
+        // Several operands (XLA's combined all-reduce of many gradients): a tuple of arrays.
+        Opcode::AllReduceStart => match &s.shape {
+            hlo::Shape::Array(_) => s.operands.len() == 1,
+            hlo::Shape::Tuple(ts) => {
+                !s.operands.is_empty() && ts.iter().all(|t| t.as_array().is_some())
+            }
+            hlo::Shape::Token => false,
+        },
+        Opcode::AllGatherStart | Opcode::CollectivePermuteStart => s.operands.len() == 1,
+        _ => false,
+    }
+}
+
+/// Whether `start` is an `async-start` whose computation is exactly one reduce-scatter of its
+/// one parameter, or one all-to-all of its parameters (array form: one): kept as the
+/// `async-start`/`async-done` pair, which lowering issues asynchronously (XLA has no
+/// `reduce-scatter-start` or `all-to-all-start`; FSDP-style sharding reduce-scatters
+/// gradients this way, expert and sequence parallelism all-to-all).
+pub fn wraps_lowered_async(m: &Module, start: &Instruction) -> bool {
+    let Some(c) = start.attrs.calls else {
+        return false;
+    };
+    let comp = &m.comps[c];
+    let params = comp.parameters();
+    let root = &comp.insts[comp.root];
+    let one = start.operands.len() == 1 && root.shape.as_array().is_some();
+    start.opcode == Opcode::AsyncStart
+        && !start.operands.is_empty()
+        && comp.insts.len() == params.len() + 1
+        && root.operands == params
+        && match root.opcode {
+            Opcode::ReduceScatter => one,
+            Opcode::AllToAll => one || root.attrs.dimensions.is_none(),
             _ => false,
         }
 }
@@ -74,10 +110,31 @@ fn wrapped_collective(
     Some((s, d, (*root.attrs).clone(), shape))
 }
 
-/// Rewrites the entry computation's `async-start`/`async-done` pairs that wrap one collective
+/// The computations lowered as straight-line code with the entry's machinery: the entry and,
+/// transitively, the conditions and bodies of its `while` loops and the branches of its
+/// `conditional`s (each lowered in its textual order, its start and done in one execution).
+pub fn control_comps(m: &Module) -> Vec<hlo::CompId> {
+    let mut out = vec![m.entry];
+    let mut k = 0;
+    while k < out.len() {
+        let c = out[k];
+        k += 1;
+        for i in m.comps[c].insts.values() {
+            if matches!(i.opcode, Opcode::While | Opcode::Conditional) {
+                for x in i.attrs.called_computations() {
+                    if !out.contains(&x) {
+                        out.push(x);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Rewrites the `async-start`/`async-done` pairs of computation `e` that wrap one collective
 /// of one operand into that collective's own start/done (which lowering keeps asynchronous).
-fn unwrap_async(m: &mut Module) -> bool {
-    let e = m.entry;
+fn unwrap_async(m: &mut Module, e: hlo::CompId) -> bool {
     let comp = &m.comps[e];
     let mut users = vec![Vec::new(); comp.insts.len()];
     for (h, i) in comp.insts.iter() {
@@ -87,15 +144,19 @@ fn unwrap_async(m: &mut Module) -> bool {
     }
     let mut rewrites = Vec::new();
     for (h, i) in comp.insts.iter() {
-        if i.opcode != Opcode::AsyncStart || i.operands.len() != 1 || comp.root == h {
+        if i.opcode != Opcode::AsyncStart || i.operands.is_empty() || comp.root == h {
             continue;
         }
         let [d] = users[h.index()][..] else { continue };
         if comp.insts[d].opcode != Opcode::AsyncDone {
             continue;
         }
-        if let Some(w) = wrapped_collective(m, i) {
-            rewrites.push((h, d, w));
+        match wrapped_collective(m, i) {
+            // Only all-reduce takes several operands.
+            Some(w) if i.operands.len() == 1 || w.0 == Opcode::AllReduceStart => {
+                rewrites.push((h, d, w))
+            }
+            _ => {}
         }
     }
     let changed = !rewrites.is_empty();
@@ -118,7 +179,11 @@ impl Pass for SyncAsync {
     }
 
     fn run(&self, m: &mut Module) -> CResult<bool> {
-        let mut changed = unwrap_async(m);
+        let control = control_comps(m);
+        let mut changed = false;
+        for &c in &control {
+            changed |= unwrap_async(m, c);
+        }
         let comps: Vec<hlo::CompId> = m.comps.handles().collect();
         for c in comps {
             let comp = &m.comps[c];
@@ -128,7 +193,7 @@ impl Pass for SyncAsync {
                     users[o.index()] += 1;
                 }
             }
-            let entry = c == m.entry;
+            let lowered = control.contains(&c);
             let dones: Vec<(InstId, InstId)> = comp
                 .insts
                 .iter()
@@ -143,7 +208,9 @@ impl Pass for SyncAsync {
                 })
                 .map(|(h, i)| (h, i.operands[0]))
                 .filter(|&(_, s)| users[s.index()] == 1 && comp.root != s)
-                .filter(|&(_, s)| !(entry && kept(&comp.insts[s])))
+                .filter(|&(_, s)| {
+                    !(lowered && (kept(&comp.insts[s]) || wraps_lowered_async(m, &comp.insts[s])))
+                })
                 .collect();
             for (done, start) in dones {
                 let comp = &m.comps[c];
