@@ -212,6 +212,9 @@ pub struct Lowerer<'a> {
     pub(crate) chans: sendrecv::Channels,
     /// The HBM cell of the `rng` stream's counter, once an instruction uses it.
     pub(crate) rng_state: Option<u64>,
+    /// Indices of allocations that may not be freed yet (freed ones leave at the next
+    /// [`Self::free_dead`]).
+    unfreed: Vec<usize>,
     /// Spilled allocations ([`spill`]).
     spills: Vec<spill::SpillRec>,
     /// Whether allocation failures may spill (after the parameters and constants are placed).
@@ -376,6 +379,7 @@ impl<'a> Lowerer<'a> {
             chans: Default::default(),
             coll_tables: Default::default(),
             rng_state: None,
+            unfreed: Vec::new(),
             spills: Vec::new(),
             spilling: false,
             touched: Default::default(),
@@ -864,6 +868,7 @@ impl<'a> Lowerer<'a> {
         let Some(addr) = self.vmem_alloc(n)? else {
             return Ok(None);
         };
+        self.unfreed.push(self.allocs.len());
         self.allocs.push(AllocInfo {
             depth: self.depth,
             addr,
@@ -982,11 +987,15 @@ impl<'a> Lowerer<'a> {
     fn free_dead(&mut self, pos: usize) {
         let depth = self.depth;
         let pc = self.e.b.pc();
-        for a in &mut self.allocs {
+        let (allocs, vmem) = (&mut self.allocs, &mut self.vmem);
+        // Only allocations not freed yet are visited (compile time stays linear).
+        self.unfreed.retain(|&k| {
+            let a = &mut allocs[k];
             if !a.freed && a.pins == 0 && a.depth == depth && a.last_use <= pos {
-                a.free(&mut self.vmem, pc);
+                a.free(vmem, pc);
             }
-        }
+            !a.freed
+        });
     }
 
     pub(crate) fn hbm_slot(&mut self, bytes: u64, what: &str) -> CResult<u64> {

@@ -67,7 +67,10 @@ impl Lowerer<'_> {
     /// Moves one allocation out of VMEM; false if none may go.
     pub(crate) fn evict_one(&mut self) -> CResult<bool> {
         let pos = self.pos;
-        let touched = self.touched.borrow().clone();
+        let mut touched = vec![false; self.allocs.len()];
+        for &a in self.touched.borrow().iter() {
+            touched[a] = true;
+        }
         // Next reader of each live allocation, from the values that point into it.
         let mut next = vec![None::<usize>; self.allocs.len()];
         for (i, v) in self.vals.iter().enumerate() {
@@ -80,14 +83,17 @@ impl Lowerer<'_> {
                 *e = (*e).min(n);
             }
         }
-        let victim = (0..self.allocs.len())
+        let victim = self
+            .unfreed
+            .iter()
+            .copied()
             .filter(|&k| {
                 let a = &self.allocs[k];
                 !a.freed
                     && a.pins == 0
                     && a.depth == 0
                     && k < self.inst_first_alloc
-                    && !touched.contains(&k)
+                    && !touched[k]
                     && next[k].is_some()
             })
             .max_by_key(|&k| (next[k], self.allocs[k].home.is_some(), self.allocs[k].bytes));
@@ -283,7 +289,7 @@ impl Lowerer<'_> {
         self.touched.borrow_mut().push(b.alloc);
         self.stats.spill.reloads += 1;
         self.stats.spill.reload_bytes += rec.bytes;
-        let fused = self.fused.clone();
+        let fused = &self.fused;
         for (i, v) in self.vals.iter_mut().enumerate() {
             let Some(v) = v else { continue };
             if fused.get(i).copied().unwrap_or(false) {

@@ -27,6 +27,14 @@ pub(crate) struct Rw<'m> {
     iconsts: std::collections::HashMap<(ElementType, u64), InstId>,
 }
 
+/// Every instruction name of `m`.
+pub(crate) fn module_names(m: &Module) -> HashSet<String> {
+    m.comps
+        .values()
+        .flat_map(|c| c.insts.values().map(|i| i.name.clone()))
+        .collect()
+}
+
 fn internal(what: impl Into<String>) -> CompileError {
     CompileError::Internal(what.into())
 }
@@ -34,11 +42,14 @@ fn internal(what: impl Into<String>) -> CompileError {
 impl<'m> Rw<'m> {
     /// A builder for computation `c`; new instructions carry `span`.
     pub fn new(m: &'m mut Module, c: CompId, span: Span) -> Rw<'m> {
-        let names = m
-            .comps
-            .values()
-            .flat_map(|c| c.insts.values().map(|i| i.name.clone()))
-            .collect();
+        let names = module_names(m);
+        Rw::with_names(m, c, span, names)
+    }
+
+    /// [`Rw::new`] with the module's names already collected (by [`module_names`], or
+    /// [`Rw::into_names`] of the builder before): collecting them is linear in the module, so
+    /// an expander with many hits collects once.
+    pub fn with_names(m: &'m mut Module, c: CompId, span: Span, names: HashSet<String>) -> Rw<'m> {
         Rw {
             m,
             c,
@@ -46,6 +57,11 @@ impl<'m> Rw<'m> {
             span,
             iconsts: Default::default(),
         }
+    }
+
+    /// The names in use, for the next builder ([`Rw::with_names`]).
+    pub fn into_names(self) -> HashSet<String> {
+        self.names
     }
 
     /// Takes in the names the module gained behind this builder's back (a computation added
@@ -384,10 +400,15 @@ pub(crate) fn run_expander_in(x: &dyn OpExpander, m: &mut Module, c: CompId) -> 
             .filter(|(_, i)| x.matches(i))
             .map(|(h, _)| h)
             .collect();
+        let mut names = module_names(m);
         for h in hits {
             let span = m.comps[c].insts[h].span;
-            let mut rw = Rw::new(m, c, span);
-            if let Some(new) = x.expand(&mut rw, h)? {
+            let mut rw = Rw::with_names(m, c, span, names);
+            // An expansion that adds computations behind the builder's back rescans itself
+            // (`Rw::rescan_names`), so the names stay complete.
+            let expanded = x.expand(&mut rw, h);
+            names = rw.into_names();
+            if let Some(new) = expanded? {
                 if m.comps[c].insts[new].shape.without_layout()
                     != m.comps[c].insts[h].shape.without_layout()
                 {
