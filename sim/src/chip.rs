@@ -339,6 +339,7 @@ impl Chip {
             mxus.push(MxuState {
                 model,
                 acc_busy: Default::default(),
+                acc_reads: Default::default(),
                 st_free: Cycle::ZERO,
                 shadow_n: 0,
                 active_n: 0,

@@ -560,7 +560,15 @@ impl Chip {
                 }
                 // VMEM: the input rows' bytes (derived accesses: a row a pattern repeats is
                 // fetched once), one row of k elements per cycle at most.
-                let t0 = self.cores[c].mxus[i].model.matmul_start(now);
+                // Not before the stores still reading its accumulator rows have read them.
+                let a_rows = p.mxu_acc_rows as u64;
+                let mx = &self.cores[c].mxus[i];
+                let t0 = mx.model.matmul_start(now).max(mx.acc_reads.ready(
+                    acc as u64 % a_rows,
+                    m as u64,
+                    a_rows,
+                    r + cols,
+                ));
                 let row = k as u64 * mode.bytes();
                 let moved = self.moved(env, cmd);
                 let end = self.cores[c].vmem_port.book(t0.get(), moved, row);
@@ -588,7 +596,6 @@ impl Chip {
                     mx.active_n = mx.shadow_n;
                 }
                 let done = t.complete();
-                let a_rows = p.mxu_acc_rows as u64;
                 mx.acc_busy
                     .record(now, acc as u64 % a_rows, m as u64, a_rows, done);
                 env.stats
@@ -634,7 +641,9 @@ impl Chip {
                     .book(start.get(), moved, n as u64 * 4);
                 let vmem_stall = (end - start.get()).saturating_sub(m as u64);
                 let dur = vmem_stall + m as u64;
-                self.cores[c].mxus[i].st_free = start + dur;
+                let mx = &mut self.cores[c].mxus[i];
+                mx.st_free = start + dur;
+                mx.acc_reads.record(now, cmd.a[1], m as u64, start + dur);
                 if env.functional {
                     let mut row_bytes = vec![0u8; n as usize * 4];
                     for rr in 0..m as u64 {
