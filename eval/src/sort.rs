@@ -159,7 +159,6 @@ pub fn top_k(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let hlo::View::TopK { k, largest } = inst.view() else {
         return Err(EvalError::invalid("not a topk"));
     };
-    let k = k.ok_or_else(|| EvalError::invalid("topk without k"))?;
     let n = *a
         .dims
         .last()
