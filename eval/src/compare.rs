@@ -130,7 +130,7 @@ pub fn compare(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
         comparison_type,
     } = inst.view()
     else {
-        return Err(EvalError::invalid("compare without direction"));
+        return Err(EvalError::malformed(inst));
     };
     let (ad, bd, dims) = if a.dims == b.dims {
         (a.data.clone(), b.data.clone(), a.dims.clone())

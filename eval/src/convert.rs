@@ -221,7 +221,7 @@ pub fn reduce_precision(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal
         mantissa_bits: m,
     } = inst.view()
     else {
-        return Err(EvalError::invalid("missing exponent_bits or mantissa_bits"));
+        return Err(EvalError::malformed(inst));
     };
     if e < 1 || m < 0 {
         return Err(EvalError::invalid(format!(

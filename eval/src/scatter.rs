@@ -104,7 +104,7 @@ pub fn scatter(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResul
     }
     let pairs = targets(inst, operands[0], ind, updates[0])?;
     let hlo::View::Scatter { to_apply: comp } = inst.view() else {
-        return Err(EvalError::invalid("scatter without to_apply"));
+        return Err(EvalError::malformed(inst));
     };
     let mut outs: Vec<ArrayData> = operands.iter().map(|o| o.data.clone()).collect();
     if n == 1 && is_overwrite(cx, comp) {
