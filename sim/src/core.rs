@@ -73,10 +73,6 @@ pub struct Cmd {
     pub pc: u32,
     /// Cycle of dispatch.
     pub dispatched: Cycle,
-    /// The operands' derived accesses (`isa::Inst::accesses`), kept by the first consumer
-    /// when none of them depends on memory contents (the VMEM port and the race check would
-    /// otherwise derive them twice); the front end then moves them to `Chip::derived_cache`.
-    pub(crate) accesses: std::cell::OnceCell<Box<crate::units::Derived>>,
 }
 
 /// One unit's queue and front end.
