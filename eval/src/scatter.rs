@@ -34,8 +34,9 @@ fn targets(
     u: &ArrayLiteral,
 ) -> EResult<Vec<(usize, usize)>> {
     let rank = a.dims.len();
-    let geo = hlo::indexing::ScatterGeometry::resolve(&inst.attrs, &a.dims, &ind.dims, &u.dims)
-        .map_err(EvalError::invalid)?;
+    let geo =
+        hlo::indexing::ScatterGeometry::resolve(&inst.attrs, &a.shape(), &ind.shape(), &u.shape())
+            .map_err(EvalError::invalid)?;
     let space = IndexValues {
         at: &geo.indices,
         values: to_i64_vec(&ind.data)?,

@@ -13,7 +13,7 @@
 //! | `largest` of topk | true |
 //! | `lower` of cholesky | false |
 //! | `algorithm` of rng-bit-generator | `RNG_DEFAULT` |
-//! | `index_vector_dim` of gather/scatter | the rank of the indices (XLA's implicit trailing 1); gather's and scatter's dimension numbers are resolved against their shapes in [`crate::indexing`] |
+//! | `index_vector_dim` of gather/scatter | required (the verifier's rule; equal to the rank of the indices: XLA's implicit trailing 1); gather's and scatter's dimension numbers are checked and resolved against their shapes in [`crate::indexing`] |
 //! | `channel_id` | none (`0` where a key is needed) |
 //! | `replica_groups` of a collective | none: every device in one group |
 //! | `use_global_device_ids`, `is_host_transfer` | false |
