@@ -19,7 +19,7 @@
 //! | `use_global_device_ids`, `is_host_transfer` | false |
 //! | `dimensions` of all-to-all | none (an empty list: the tuple form) |
 //! | `outfeed_shape` | none (the value is not checked) |
-//! | `type` of compare | none: the element type's own order (FLOAT for floating point, SIGNED or UNSIGNED for integers), resolved where the element type is known |
+//! | `type` of compare | none: the element type's own order, [`default_comparison_type`] (FLOAT for floating point, SIGNED or UNSIGNED for integers), resolved where the element type is known |
 //! | `dimensions` of map | none (an empty list: every dimension, in order) |
 //! | `is_stable` of sort | false |
 //! | the called computation of call, fusion and async-start | call: `to_apply=`, else `calls=`; fusion: `calls=`, else `to_apply=`; async-start: `calls=` |
@@ -320,6 +320,19 @@ pub enum View<'a> {
     Plain,
     /// A required attribute is missing or out of range: what and why.
     Malformed(&'static str),
+}
+
+/// The comparison type of a `compare` of element type `t` without `type=` (XLA's default, the
+/// element type's own order): FLOAT for floating-point and complex types, SIGNED for signed
+/// integers, UNSIGNED for unsigned integers and pred. The one place this default is derived:
+/// shape inference (the types allowed), the evaluator and the compiler resolve through it.
+pub fn default_comparison_type(t: crate::types::ElementType) -> ComparisonType {
+    use crate::types::TypeKind;
+    match t.kind() {
+        TypeKind::Float | TypeKind::Complex => ComparisonType::Float,
+        TypeKind::Signed => ComparisonType::Signed,
+        TypeKind::Unsigned | TypeKind::Pred => ComparisonType::Unsigned,
+    }
 }
 
 impl Instruction {
@@ -667,6 +680,22 @@ mod tests {
         assert_eq!(c.channel_id, None);
         assert!(!c.use_global_device_ids && c.dimensions.is_empty());
         assert!(c.to_apply.is_some());
+    }
+
+    #[test]
+    fn the_default_comparison_type_is_one_the_verifier_allows() {
+        use crate::types::ElementType as T;
+        for (t, want) in [
+            (T::F32, ComparisonType::Float),
+            (T::BF16, ComparisonType::Float),
+            (T::C64, ComparisonType::Float),
+            (T::S8, ComparisonType::Signed),
+            (T::S64, ComparisonType::Signed),
+            (T::U32, ComparisonType::Unsigned),
+            (T::Pred, ComparisonType::Unsigned),
+        ] {
+            assert_eq!(default_comparison_type(t), want, "{t}");
+        }
     }
 
     #[test]
