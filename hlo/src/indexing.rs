@@ -28,14 +28,7 @@ fn dims_below(v: &Option<Vec<i64>>, rank: usize, what: &str) -> Result<Vec<usize
         .collect()
 }
 
-/// Row-major strides of `dims`.
-fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * dims[i + 1];
-    }
-    s
-}
+use crate::shape::strides;
 
 /// The indices array with its index vector dimension explicit.
 #[derive(Clone, Debug, PartialEq, Eq)]
