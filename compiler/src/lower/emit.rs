@@ -277,59 +277,56 @@ impl Emitter {
     }
 
     /// Waits (on the sequencer) until the pending instructions `ks` (ascending) have
-    /// completed: one semaphore that each of them signals and one `sem.wait` for all (fan-in),
-    /// or a fence if no semaphore is free for the oldest.
-    fn sync_all(&mut self, ks: &[usize]) {
-        match ks {
-            [] => {}
-            [k] => {
-                self.sync(*k);
+    /// completed: one semaphore that each of them signals and one `sem.wait semK, n=k` for all
+    /// (fan-in; `n=1` for one), or a fence if no semaphore is free for the oldest. Returns true
+    /// if that took a fence (every pending instruction is then complete).
+    fn sync_all(&mut self, ks: &[usize]) -> bool {
+        let Some(pc) = ks.iter().map(|&k| self.pending[k].pc).min() else {
+            return false;
+        };
+        let Some(s) = self.free_sem(pc) else {
+            self.fence();
+            return true;
+        };
+        let mut n = 0;
+        let mut held = 0u32;
+        for &k in ks.iter().rev() {
+            let p = self.pending.remove(k);
+            debug_assert!(p.sem.is_none());
+            held |= p.holds;
+            let patched = self
+                .b
+                .inst_mut(p.pc)
+                .map(|i| i.set_sync("signal", Some(Sem(s as u8))))
+                .unwrap_or(false);
+            if !patched {
+                // Cannot happen for unit instructions; stay correct anyway: consume the
+                // signals given so far, then order everything.
+                if n > 0 {
+                    self.b.emit(Inst::SemWait {
+                        sem: Sem(s as u8),
+                        n,
+                    });
+                }
+                self.fence();
+                return true;
             }
-            _ => {
-                let pc = ks.iter().map(|&k| self.pending[k].pc).min().unwrap_or(0);
-                let Some(s) = self.free_sem(pc) else {
-                    self.fence();
-                    return;
-                };
-                let mut n = 0;
-                let mut held = 0u32;
-                for &k in ks.iter().rev() {
-                    let p = self.pending.remove(k);
-                    debug_assert!(p.sem.is_none());
-                    held |= p.holds;
-                    let patched = self
-                        .b
-                        .inst_mut(p.pc)
-                        .map(|i| i.set_sync("signal", Some(Sem(s as u8))))
-                        .unwrap_or(false);
-                    if !patched {
-                        // Cannot happen for unit instructions; stay correct anyway: consume the
-                        // signals given so far, then order everything.
-                        if n > 0 {
-                            self.b.emit(Inst::SemWait {
-                                sem: Sem(s as u8),
-                                n,
-                            });
-                        }
-                        self.fence();
-                        return;
-                    }
-                    n += 1;
-                }
-                let at = self.b.emit(Inst::SemWait {
-                    sem: Sem(s as u8),
-                    n,
-                });
-                self.sem_free[s] = Some(at);
-                for h in 0..SEMS {
-                    if held & (1 << h) != 0 {
-                        // A copy among them waited on `h` before it completed.
-                        self.sem_free[h] = Some(at);
-                    }
-                }
-                self.stats.waits += 1;
+            n += 1;
+        }
+        let at = self.b.emit(Inst::SemWait {
+            sem: Sem(s as u8),
+            n,
+        });
+        self.sem_free[s] = Some(at);
+        for h in 0..SEMS {
+            if held & (1 << h) != 0 {
+                // An instruction among them (or one it covers) waited on `h` before it
+                // completed.
+                self.sem_free[h] = Some(at);
             }
         }
+        self.stats.waits += 1;
+        false
     }
 
     /// The pool semaphore to give a producer issued at `pc` (free since before it), if any.
@@ -344,40 +341,10 @@ impl Emitter {
             .map(|(_, s)| s)
     }
 
-    /// Waits (on the sequencer) until pending instruction `k` has completed; returns true if
-    /// that took a fence (every pending instruction is then complete).
+    /// Waits (on the sequencer) until pending instruction `k` has completed ([`Self::sync_all`]
+    /// of one); returns true if that took a fence.
     fn sync(&mut self, k: usize) -> bool {
-        let pc = self.pending[k].pc;
-        let Some(s) = self.free_sem(pc) else {
-            self.fence();
-            return true;
-        };
-        let p = self.pending.remove(k);
-        debug_assert!(p.sem.is_none());
-        let held = p.holds;
-        let patched = self
-            .b
-            .inst_mut(p.pc)
-            .map(|i| i.set_sync("signal", Some(Sem(s as u8))))
-            .unwrap_or(false);
-        if !patched {
-            // Cannot happen for unit instructions; stay correct anyway.
-            self.fence();
-            return true;
-        }
-        let at = self.b.emit(Inst::SemWait {
-            sem: Sem(s as u8),
-            n: 1,
-        });
-        self.sem_free[s] = Some(at);
-        for h in 0..SEMS {
-            if held & (1 << h) != 0 {
-                // The instruction (or one it covers) waited on `h` before it completed.
-                self.sem_free[h] = Some(at);
-            }
-        }
-        self.stats.waits += 1;
-        false
+        self.sync_all(&[k])
     }
 
     /// Waits for every issued instruction. Afterwards every semaphore is 0 (each signal the
