@@ -12,7 +12,7 @@
 //! exactly one wait. Several pending producers a new instruction conflicts with share one
 //! semaphore and one `sem.wait semK, n=k` (fan-in). Of the free semaphores a producer gets the
 //! one waited most recently before it was issued (best fit), keeping those free since earlier
-//! for producers issued earlier. Instructions of one MXU or of the VPU are ordered by their
+//! for producers issued earlier; unit-side waits (below) choose by the same policy. Instructions of one MXU or of the VPU are ordered by their
 //! queue (the ISA guarantees each sees the effects of the earlier ones) and need nothing. If
 //! no semaphore is free, a `fence` orders everything.
 //!
@@ -240,11 +240,11 @@ impl Emitter {
         }
         let n = ks.len() as u32;
         let first = ks.iter().map(|&k| self.pending[k].pc).min()?;
-        let s = (0..POOL).find(|&s| {
-            let free =
-                self.held & (1 << s) == 0 && matches!(self.sem_free[s], Some(at) if at <= first);
+        // The sequencer's policy (best fit), among the semaphores whose count fits.
+        let s = self.free_sem_where(first, |s| {
             let count = self.wait_count[s];
-            free && (count == n || count == 0 && (n == 1) != COUNTED.contains(&(s as u8)))
+            self.held & (1 << s) == 0
+                && (count == n || count == 0 && (n == 1) != COUNTED.contains(&(s as u8)))
         })?;
         let sem = Some(Sem(s as u8));
         for &k in &ks {
@@ -331,11 +331,18 @@ impl Emitter {
 
     /// The pool semaphore to give a producer issued at `pc` (free since before it), if any.
     fn free_sem(&self, pc: u32) -> Option<usize> {
-        // Best fit: the semaphore waited most recently before the producer was issued, so
-        // those free since earlier stay for producers issued earlier.
+        self.free_sem_where(pc, |_| true)
+    }
+
+    /// The one policy for handing out a pool semaphore, for the sequencer's waits and the
+    /// unit-side ones: of those free since before `pc` that `ok` accepts, best fit (the one
+    /// waited most recently before the producer was issued, so those free since earlier stay
+    /// for producers issued earlier; the lowest number among equals).
+    fn free_sem_where(&self, pc: u32, ok: impl Fn(usize) -> bool) -> Option<usize> {
         self.sem_free[..POOL]
             .iter()
             .enumerate()
+            .filter(|&(s, _)| ok(s))
             .filter_map(|(s, f)| f.filter(|&at| at <= pc).map(|at| (at, s)))
             .max_by_key(|&(at, s)| (at, std::cmp::Reverse(s)))
             .map(|(_, s)| s)
@@ -610,6 +617,33 @@ mod tests {
         let p = e.finish().unwrap();
         let decl = p.sem_decl(k);
         assert_eq!((decl.wait, decl.signal, decl.shared), (2, 1, false));
+    }
+
+    /// A unit-side wait hands out its semaphore by the sequencer's policy (best fit): with
+    /// semaphore 0 free since an earlier sequencer wait than semaphore 1, a copy whose producer
+    /// was issued after both gets the one `free_sem` gives a sequencer wait for that producer,
+    /// not the lowest free number (first fit).
+    #[test]
+    fn a_unit_side_wait_picks_its_semaphore_like_the_sequencer() {
+        let mut e = Emitter::new();
+        st(&mut e, 0, 0);
+        st(&mut e, 1, 64);
+        // Overwriting each store's bytes from another MXU: two sequencer waits, in order.
+        st(&mut e, 2, 0);
+        let p = st(&mut e, 3, 64);
+        assert_eq!(e.stats.waits, 2);
+        let want = e.free_sem(p).expect("a semaphore is free for the producer");
+        let first_fit = (0..POOL).find(|&s| matches!(e.sem_free[s], Some(at) if at <= p));
+        assert_ne!(
+            Some(want),
+            first_fit,
+            "test design: the policies differ here"
+        );
+        e.unit_waits = true;
+        let copy = e.unit(dma(4096, 0), Queue::Dma, &[Access::vmem(64, 64)], &[]);
+        let (w, _) = e.b.inst_mut(copy).unwrap().sync();
+        assert_eq!(w, Some(Sem(want as u8)), "the copy waits itself, best fit");
+        assert_eq!(e.b.inst_mut(p).unwrap().sync().1, Some(Sem(want as u8)));
     }
 
     fn dma(dst: u64, src: u64) -> Inst {
