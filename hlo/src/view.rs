@@ -32,7 +32,8 @@
 //! select-and-scatter, `slice`, `padding`, `dynamic_slice_sizes`, `fft_length`, a topk's `k`, a
 //! batch-norm's `epsilon`, a collective-permute's `source_target_pairs`, an rng's
 //! distribution, ...) that is missing or out of range gives [`View::Malformed`] naming it,
-//! never a default (an absent `dimensions` of `reverse` is not an empty list): the verifier reports it, and a consumer of a verified module
+//! never a default (an absent `dimensions` of `reverse` is not an empty list): the verifier
+//! reports it, and a consumer of a verified module
 //! treats it as an internal error. Opcodes without attributes of their own are
 //! [`View::Plain`]. The set of variants grows as consumers move from `attrs` to views.
 
@@ -356,6 +357,37 @@ impl<'a> View<'a> {
         fn list<T>(v: &Option<Vec<T>>) -> &[T] {
             v.as_deref().unwrap_or(&[])
         }
+        // all-gather and reduce-scatter name their dimension, collective-permute its pairs (the
+        // verifier requires them); all-to-all's dimensions are optional.
+        fn collective(opcode: Opcode, a: &Attrs) -> Result<View<'_>, View<'static>> {
+            let dims_required = matches!(
+                opcode,
+                Opcode::AllGather | Opcode::AllGatherStart | Opcode::ReduceScatter
+            );
+            let pairs_required = matches!(
+                opcode,
+                Opcode::CollectivePermute | Opcode::CollectivePermuteStart
+            );
+            Ok(View::Collective(CollectiveView {
+                replica_groups: a.replica_groups.as_ref(),
+                channel_id: a.channel_id,
+                use_global_device_ids: a.use_global_device_ids.unwrap_or(false),
+                to_apply: a.to_apply,
+                dimensions: if dims_required {
+                    req(&a.dimensions, "collective dimensions")?
+                } else {
+                    list(&a.dimensions)
+                },
+                source_target_pairs: if pairs_required {
+                    req(
+                        &a.source_target_pairs,
+                        "collective-permute source_target_pairs",
+                    )?
+                } else {
+                    list(&a.source_target_pairs)
+                },
+            }))
+        }
         // A list the verifier requires: absent is malformed, never an empty default.
         fn req<'v, T>(v: &'v Option<Vec<T>>, what: &'static str) -> Result<&'v [T], View<'static>> {
             v.as_deref().ok_or(View::Malformed(what))
@@ -504,31 +536,7 @@ impl<'a> View<'a> {
                 | Opcode::RaggedAllToAll
                 | Opcode::CollectiveBroadcast
                 | Opcode::CollectivePermute
-                | Opcode::CollectivePermuteStart => (|| {
-                    // all-gather and reduce-scatter name their dimension, collective-permute its
-                    // pairs (the verifier requires them); all-to-all's dimensions are optional.
-                    let dimensions = match opcode {
-                        Opcode::AllGather | Opcode::AllGatherStart | Opcode::ReduceScatter => {
-                            req(&a.dimensions, "collective dimensions")?
-                        }
-                        _ => list(&a.dimensions),
-                    };
-                    let source_target_pairs = match opcode {
-                        Opcode::CollectivePermute | Opcode::CollectivePermuteStart => req(
-                            &a.source_target_pairs,
-                            "collective-permute source_target_pairs",
-                        )?,
-                        _ => list(&a.source_target_pairs),
-                    };
-                    Ok(View::Collective(CollectiveView {
-                        replica_groups: a.replica_groups.as_ref(),
-                        channel_id: a.channel_id,
-                        use_global_device_ids: a.use_global_device_ids.unwrap_or(false),
-                        to_apply: a.to_apply,
-                        dimensions,
-                        source_target_pairs,
-                    }))
-                })(),
+                | Opcode::CollectivePermuteStart => collective(opcode, a),
                 Opcode::Send | Opcode::Recv | Opcode::SendDone | Opcode::RecvDone => {
                     Ok(View::Transfer {
                         channel_id: a.channel_id,
