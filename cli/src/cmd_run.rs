@@ -126,14 +126,8 @@ pub struct RunArgs {
     /// program, see docs/bounded.md).
     #[arg(long)]
     max_cycles: Option<u64>,
-    /// What a race between unordered accesses does: `error` stops the run (exit 1), `warn`
-    /// reports it on stderr and goes on, `off` does not track accesses (docs/timing.md).
-    #[arg(long, value_enum, default_value = "error")]
-    races: crate::cmd_sim::RaceArg,
-    /// Threads that simulate the chips of a pod (default: the available parallelism; at most
-    /// one per chip). The results are the same for any number.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    threads: Option<u64>,
+    #[command(flatten)]
+    sim_opts: crate::cmd_sim::SimRunOpts,
     /// Print every output element (default: a summary of large outputs).
     #[arg(long)]
     full: bool,
@@ -834,8 +828,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
             max_cycles: a
                 .max_cycles
                 .unwrap_or_else(|| sim::default_max_cycles(&c.program)),
-            races: a.races.into(),
-            threads: crate::cmd_sim::threads(a.threads),
+            races: a.sim_opts.races(),
+            threads: a.sim_opts.threads(),
         },
         &infeed,
         Some(Box::new(Tee(vec![

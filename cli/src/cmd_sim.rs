@@ -67,23 +67,38 @@ pub struct SimArgs {
     /// program, 10^8 + 10^5 per instruction + its DMA and data bytes; see docs/bounded.md).
     #[arg(long)]
     max_cycles: Option<u64>,
+    #[command(flatten)]
+    sim_opts: SimRunOpts,
+}
+
+/// `--races` and `--threads`: the simulator options `systole sim` and `systole run` share
+/// (flattened into both).
+#[derive(Args, Clone, Copy, Debug)]
+pub struct SimRunOpts {
     /// What a race between unordered accesses does: `error` stops the run (exit 1), `warn`
     /// reports it on stderr and goes on, `off` does not track accesses (docs/timing.md).
     #[arg(long, value_enum, default_value = "error")]
-    races: RaceArg,
+    pub races: RaceArg,
     /// Threads that simulate the chips of a pod (default: the available parallelism; at most
     /// one per chip). The results are the same for any number.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    threads: Option<u64>,
+    pub threads: Option<u64>,
 }
 
-/// `--threads`: the number asked for, else the machine's available parallelism (the
-/// simulator takes at most one per chip).
-pub fn threads(arg: Option<u64>) -> usize {
-    arg.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        |n| n as usize,
-    )
+impl SimRunOpts {
+    /// The race check asked for.
+    pub fn races(&self) -> sim::RaceCheck {
+        self.races.into()
+    }
+
+    /// `--threads`: the number asked for, else the machine's available parallelism (the
+    /// simulator takes at most one per chip).
+    pub fn threads(&self) -> usize {
+        self.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |n| n as usize,
+        )
+    }
 }
 
 /// `--races`.
@@ -368,8 +383,8 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
         max_cycles: a
             .max_cycles
             .unwrap_or_else(|| sim::default_max_cycles(&prog)),
-        races: a.races.into(),
-        threads: threads(a.threads),
+        races: a.sim_opts.races(),
+        threads: a.sim_opts.threads(),
     };
     let budget = crate::bounded::budget();
     let mut sys = System::with_memory_limit(&arch, prog, a.replicas, opts, budget.max_memory)
@@ -481,4 +496,28 @@ pub fn run(a: SimArgs) -> anyhow::Result<Outcome> {
         std::fs::write(p, out).map_err(|e| user(format!("{}: {e}", p.display())))?;
     }
     Ok(Outcome::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SimRunOpts;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        o: SimRunOpts,
+    }
+
+    /// `--races` and `--threads` parse through the one struct `sim` and `run` flatten.
+    #[test]
+    fn sim_run_opts_parse_races_and_threads() {
+        let t = T::parse_from(["t", "--races", "off", "--threads", "3"]);
+        assert_eq!(t.o.races(), sim::RaceCheck::Off);
+        assert_eq!(t.o.threads(), 3);
+        let d = T::parse_from(["t"]);
+        assert_eq!(d.o.races(), sim::RaceCheck::Error);
+        assert!(d.o.threads() >= 1);
+        assert!(T::try_parse_from(["t", "--threads", "0"]).is_err());
+    }
 }

@@ -72,13 +72,7 @@ pub fn compare_data(
             .collect());
     }
     let is_float = et.is_float();
-    let ty = ty.unwrap_or(if is_float {
-        ComparisonType::Float
-    } else if et.is_signed_int() {
-        ComparisonType::Signed
-    } else {
-        ComparisonType::Unsigned
-    });
+    let ty = ty.unwrap_or_else(|| hlo::default_comparison_type(et));
     Ok(match ty {
         ComparisonType::Float => {
             let (x, y) = match (arith_vals(a), arith_vals(b)) {
@@ -130,7 +124,7 @@ pub fn compare(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
         comparison_type,
     } = inst.view()
     else {
-        return Err(EvalError::invalid("compare without direction"));
+        return Err(EvalError::malformed(inst));
     };
     let (ad, bd, dims) = if a.dims == b.dims {
         (a.data.clone(), b.data.clone(), a.dims.clone())

@@ -16,10 +16,7 @@ fn args(ops: &[&Literal]) -> Vec<Literal> {
 /// `call(...), to_apply=f` (also composite calls) and `fusion(...), calls=f`.
 pub fn call(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let hlo::View::Call { callee: comp } = inst.view() else {
-        return Err(EvalError::invalid(format!(
-            "{} without a called computation",
-            inst.opcode
-        )));
+        return Err(EvalError::malformed(inst));
     };
     cx.call(comp, args(ops))
 }
@@ -38,7 +35,7 @@ pub fn while_loop(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> ERe
         body: b,
     } = inst.view()
     else {
-        return Err(EvalError::invalid("while without condition or body"));
+        return Err(EvalError::malformed(inst));
     };
     let mut state = (*ops
         .first()
@@ -59,10 +56,10 @@ pub fn conditional(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> ER
     let sel = ops
         .first()
         .ok_or_else(|| EvalError::invalid("conditional without selector"))?;
-    let branches = match inst.view() {
-        hlo::View::Conditional(b) => Some(b),
-        _ => None,
+    let hlo::View::Conditional(branches) = inst.view() else {
+        return Err(EvalError::malformed(inst));
     };
+    let branches = Some(branches);
     let is_pred = matches!(array(sel)?.data, ArrayData::Pred(_));
     let (comp, arg_pos) = if is_pred {
         let p = pred_value(sel)?;
@@ -105,7 +102,7 @@ pub fn conditional(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> ER
 /// `async-start(...), calls=f`: runs `f` now; the result is `((operands...), result, ctx...)`.
 pub fn async_start(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let hlo::View::Call { callee: comp } = inst.view() else {
-        return Err(EvalError::invalid("async-start without calls="));
+        return Err(EvalError::malformed(inst));
     };
     let result = cx.call(comp, args(ops))?;
     let mut elems = vec![Literal::Tuple(args(ops)), result];

@@ -221,7 +221,7 @@ pub fn reduce_precision(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal
         mantissa_bits: m,
     } = inst.view()
     else {
-        return Err(EvalError::invalid("missing exponent_bits or mantissa_bits"));
+        return Err(EvalError::malformed(inst));
     };
     if e < 1 || m < 0 {
         return Err(EvalError::invalid(format!(
@@ -229,67 +229,30 @@ pub fn reduce_precision(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal
         )));
     }
     let (e, m) = (e.min(64) as u32, m.min(64) as u32);
-    // Each float type through its bit pattern (`bits`, exponent and mantissa widths); NaN
-    // stays as it is.
-    fn each<T: Copy>(
-        v: &[T],
-        (bits, exp, mant): (u32, u32, u32),
-        (e, m): (u32, u32),
-        is_nan: impl Fn(T) -> bool,
-        to: impl Fn(T) -> u64,
-        from: impl Fn(u64) -> T,
-    ) -> Vec<T> {
-        v.iter()
-            .map(|&x| {
-                if is_nan(x) {
-                    x
-                } else {
-                    from(reduce_bits(to(x), bits, exp, mant, e, m))
-                }
-            })
-            .collect()
-    }
-    let em = (e, m);
-    let data = match &a.data {
-        ArrayData::F32(v) => ArrayData::F32(each(
-            v,
-            (32, 8, 23),
-            em,
-            f32::is_nan,
-            |x| x.to_bits() as u64,
-            |b| f32::from_bits(b as u32),
-        )),
-        ArrayData::F64(v) => ArrayData::F64(each(
-            v,
-            (64, 11, 52),
-            em,
-            f64::is_nan,
-            f64::to_bits,
-            f64::from_bits,
-        )),
-        ArrayData::F16(v) => ArrayData::F16(each(
-            v,
-            (16, 5, 10),
-            em,
-            f16::is_nan,
-            |x| x.to_bits() as u64,
-            |b| f16::from_bits(b as u16),
-        )),
-        ArrayData::BF16(v) => ArrayData::BF16(each(
-            v,
-            (16, 8, 7),
-            em,
-            bf16::is_nan,
-            |x| x.to_bits() as u64,
-            |b| bf16::from_bits(b as u16),
-        )),
-        other => {
-            return Err(EvalError::invalid(format!(
-                "reduce-precision on {}",
-                other.element_type()
-            )))
-        }
+    // One path for every float type, through its bit pattern: (exponent, mantissa) widths of
+    // the source format; NaN stays as it is.
+    let ty = a.element_type();
+    let (src_exp, src_mant) = match ty {
+        ElementType::F16 => (5, 10),
+        ElementType::BF16 => (8, 7),
+        ElementType::F32 => (8, 23),
+        ElementType::F64 => (11, 52),
+        t => return Err(EvalError::invalid(format!("reduce-precision on {t}"))),
     };
+    let (nbits, w) = (ty.bits(), ty.byte_size());
+    let exp_ones = (1u64 << src_exp) - 1;
+    let mut bytes = Vec::with_capacity(a.data.len() * w);
+    for i in 0..a.data.len() {
+        let x = a.data.bits_at(i) as u64;
+        let nan = (x >> src_mant) & exp_ones == exp_ones && x & ((1u64 << src_mant) - 1) != 0;
+        let r = if nan {
+            x
+        } else {
+            reduce_bits(x, nbits, src_exp, src_mant, e, m)
+        };
+        bytes.extend_from_slice(&r.to_le_bytes()[..w]);
+    }
+    let data = from_le_bytes(ty, &bytes)?;
     mk(a.dims.clone(), data)
 }
 
@@ -331,6 +294,61 @@ mod tests {
         assert_eq!(h[2], f32::INFINITY);
         assert_eq!(h[3], 0.0);
         let _ = d;
+    }
+
+    /// The one bit-pattern path of reduce-precision agrees, for each float type, with the
+    /// type's own conversion to bf16's format (8 exponent, 7 mantissa bits) where that is
+    /// exact, and keeps NaN (with its payload) for all four.
+    #[test]
+    fn reduce_precision_is_one_path_for_every_float_type() {
+        let m = hlo::parse(
+            "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  \
+             ROOT r = f32[4] reduce-precision(x), exponent_bits=8, mantissa_bits=7\n}\n",
+        )
+        .unwrap();
+        let inst = m.entry().insts[m.entry().root].clone();
+        let run = |d: ArrayData| {
+            let lit = mk(vec![d.len()], d).unwrap();
+            let Literal::Array(out) = reduce_precision(&inst, &[&lit]).unwrap() else {
+                panic!("array");
+            };
+            out.data
+        };
+        let xs = [1.0f64 + 3.0 / 256.0, -2.5, 1e30, 0.1];
+        let want: Vec<f64> = xs.iter().map(|&x| bf16::from_f64(x).to_f64()).collect();
+        let f64s = run(ArrayData::F64(xs.to_vec()));
+        assert_eq!(f64s, ArrayData::F64(want.clone()));
+        let f32s = run(ArrayData::F32(xs.iter().map(|&x| x as f32).collect()));
+        assert_eq!(
+            f32s,
+            ArrayData::F32(
+                xs.iter()
+                    .map(|&x| bf16::from_f32(x as f32).to_f32())
+                    .collect()
+            )
+        );
+        let b = run(ArrayData::BF16(
+            xs.iter().map(|&x| bf16::from_f64(x)).collect(),
+        ));
+        assert_eq!(
+            b,
+            ArrayData::BF16(xs.iter().map(|&x| bf16::from_f64(x)).collect())
+        );
+        // f16 keeps its own 5-bit exponent (8 is wider): only the mantissa rounds; 1e30
+        // is already inf in f16.
+        let h = run(ArrayData::F16(
+            xs.iter().map(|&x| f16::from_f64(x)).collect(),
+        ));
+        let ArrayData::F16(h) = h else { panic!("f16") };
+        assert_eq!(h[1], f16::from_f64(-2.5));
+        assert!(h[2].is_infinite());
+        let nan = f32::from_bits(0x7fc0_1234);
+        let n = run(ArrayData::F32(vec![nan, 1.0, 2.0, 3.0]));
+        let ArrayData::F32(n) = n else { panic!("f32") };
+        assert_eq!(n[0].to_bits(), 0x7fc0_1234);
+        let nan16 = f16::from_bits(0x7e01);
+        let n = run(ArrayData::F16(vec![nan16; 4]));
+        assert_eq!(n, ArrayData::F16(vec![nan16; 4]));
     }
 
     #[test]

@@ -59,7 +59,7 @@ fn clamp_starts(starts: &[i64], dims: &[usize], sizes: &[usize]) -> EResult<Vec<
 pub fn dynamic_slice(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
     let hlo::View::DynamicSlice { sizes } = inst.view() else {
-        return Err(EvalError::invalid("dynamic-slice view"));
+        return Err(EvalError::malformed(inst));
     };
     let sizes: Vec<usize> = sizes
         .iter()
@@ -136,12 +136,15 @@ pub fn dynamic_reshape(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal>
 }
 
 fn the_dim(inst: &Instruction, rank: usize) -> EResult<usize> {
-    let d = match inst.view() {
-        hlo::View::DimensionSize { dimension } => Some(dimension),
-        _ => None,
+    let hlo::View::DimensionSize { dimension: d } = inst.view() else {
+        return Err(EvalError::malformed(inst));
     };
-    d.filter(|&d| d < rank)
-        .ok_or_else(|| EvalError::invalid("missing or out-of-range dimensions={d}"))
+    if d >= rank {
+        return Err(EvalError::invalid(format!(
+            "dimensions={{{d}}} out of range for rank {rank}"
+        )));
+    }
+    Ok(d)
 }
 
 /// `get-dimension-size(x), dimensions={d}`: the actual size as s32.

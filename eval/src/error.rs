@@ -54,6 +54,11 @@ impl EvalError {
     pub fn invalid(msg: impl Into<String>) -> EvalError {
         EvalError::Invalid(msg.into())
     }
+    /// `inst`'s attributes are not its opcode's view: [`hlo::View::Malformed`] names the missing
+    /// or out-of-range attribute, and the message carries that name.
+    pub fn malformed(inst: &hlo::Instruction) -> EvalError {
+        EvalError::Invalid(malformed_message(inst.opcode, inst.view()))
+    }
     pub fn limit(msg: impl Into<String>) -> EvalError {
         EvalError::Limit(msg.into())
     }
@@ -77,12 +82,46 @@ impl EvalError {
     }
 }
 
+/// The message for attributes `view` that are not `op`'s own view: the name
+/// [`hlo::View::Malformed`] gives the missing or out-of-range attribute.
+pub(crate) fn malformed_message(op: hlo::Opcode, view: hlo::View<'_>) -> String {
+    match view {
+        hlo::View::Malformed(what) => format!("{op}: {what} missing or out of range"),
+        _ => format!("{op}: attributes of another opcode"),
+    }
+}
+
 /// Shorthand used by every kernel.
 pub type EResult<T> = Result<T, EvalError>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kernel given an instruction whose view is [`hlo::View::Malformed`] reports the
+    /// attribute the view names, not a message of its own.
+    #[test]
+    fn a_malformed_view_error_names_the_attribute() {
+        let m = hlo::parse(
+            "HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  \
+             ROOT r = f32[2] reverse(x), dimensions={0}\n}\n",
+        )
+        .unwrap();
+        let c = m.entry();
+        let h = c.root;
+        let mut inst = c.insts[h].clone();
+        let x = hlo::parse_literal_text("{1, 2}", &c.insts[inst.operands[0]].shape).unwrap();
+        assert!(crate::movement::reverse(&inst, &[&x]).is_ok());
+        inst.attrs = hlo::attrs::AttrBox::new(hlo::Attrs::default());
+        let e = crate::movement::reverse(&inst, &[&x]).unwrap_err();
+        assert_eq!(
+            e,
+            EvalError::Invalid("reverse: reverse dimensions missing or out of range".into())
+        );
+        // A kernel of the linear-algebra family (attributes, no instruction) names it too.
+        let k = crate::linalg::KernelError::malformed(hlo::Opcode::Fft, &hlo::Attrs::default());
+        assert!(k.to_string().contains("fft fft_type"), "{k}");
+    }
 
     #[test]
     fn nested_messages_name_instructions() {

@@ -33,8 +33,9 @@ pub fn gather(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let (a, ind) = (operand(ops, 0)?, operand(ops, 1)?);
     let rank = a.dims.len();
     let out_dims = shape_dims(out_array(&inst.shape)?)?;
-    let geo = hlo::indexing::GatherGeometry::resolve(&inst.attrs, &a.dims, &ind.dims, &out_dims)
-        .map_err(EvalError::invalid)?;
+    let geo =
+        hlo::indexing::GatherGeometry::resolve(&inst.attrs, &a.shape(), &ind.shape(), &out_dims)
+            .map_err(EvalError::invalid)?;
     let space = IndexValues {
         at: &geo.indices,
         values: to_i64_vec(&ind.data)?,

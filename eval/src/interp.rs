@@ -634,9 +634,7 @@ fn tuple_element(v: &Literal, i: usize) -> EResult<Literal> {
 
 fn get_tuple_element(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let hlo::View::GetTupleElement { index: i } = inst.view() else {
-        return Err(EvalError::invalid(
-            "get-tuple-element without index (or a negative one)",
-        ));
+        return Err(EvalError::malformed(inst));
     };
     let v = ops
         .first()

@@ -29,7 +29,7 @@ pub fn iota(inst: &Instruction, _ops: &[&Literal]) -> EResult<Literal> {
     let out = out_array(&inst.shape)?;
     let dims = shape_dims(out)?;
     let hlo::View::Iota { dimension } = inst.view() else {
-        return Err(EvalError::invalid("iota_dimension must be >= 0"));
+        return Err(EvalError::malformed(inst));
     };
     let d = udim(dimension as i64, dims.len().max(1))?;
     if dims.is_empty() {
@@ -73,7 +73,7 @@ fn perm_of(dims: &[i64], rank: usize) -> EResult<Vec<usize>> {
 pub fn transpose(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
     let hlo::View::Transpose { permutation } = inst.view() else {
-        return Err(EvalError::invalid("transpose view"));
+        return Err(EvalError::malformed(inst));
     };
     let perm = perm_of(permutation, a.dims.len())?;
     Ok(Literal::Array(transpose_lit(a, &perm)?))
@@ -84,7 +84,7 @@ pub fn broadcast(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
     let out_dims = shape_dims(out_array(&inst.shape)?)?;
     let hlo::View::Broadcast { dimensions: map } = inst.view() else {
-        return Err(EvalError::invalid("broadcast view"));
+        return Err(EvalError::malformed(inst));
     };
     if map.len() != a.dims.len() {
         return Err(EvalError::invalid(
@@ -130,7 +130,7 @@ pub fn reverse(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let rank = a.dims.len();
     let mut rev = vec![false; rank];
     let hlo::View::Reverse { dimensions } = inst.view() else {
-        return Err(EvalError::invalid("reverse view"));
+        return Err(EvalError::malformed(inst));
     };
     for &d in dimensions {
         rev[udim(d, rank)?] = true;
@@ -149,7 +149,7 @@ pub fn reverse(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
 pub fn slice(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
     let hlo::View::Slice { slice: sl } = inst.view() else {
-        return Err(EvalError::invalid("slice without slice="));
+        return Err(EvalError::malformed(inst));
     };
     if sl.len() != a.dims.len() {
         return Err(EvalError::invalid("slice rank does not match the operand"));
@@ -179,7 +179,7 @@ pub fn slice(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
 pub fn pad(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let (a, v) = (operand(ops, 0)?, operand(ops, 1)?);
     let hlo::View::Pad { padding: cfg } = inst.view() else {
-        return Err(EvalError::invalid("pad without padding="));
+        return Err(EvalError::malformed(inst));
     };
     if cfg.len() != a.dims.len() || v.data.len() != 1 {
         return Err(EvalError::invalid("pad config rank or padding value shape"));
@@ -221,7 +221,7 @@ pub fn concatenate(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let d = udim(
         match inst.view() {
             hlo::View::Concatenate { dimension } => dimension as i64,
-            _ => return Err(EvalError::invalid("no dimension")),
+            _ => return Err(EvalError::malformed(inst)),
         },
         rank,
     )?;

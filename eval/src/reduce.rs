@@ -18,10 +18,7 @@ use hlo::literal::{ArrayData, ArrayLiteral, Literal};
 fn comp_of(inst: &Instruction) -> EResult<CompId> {
     match inst.view() {
         hlo::View::Reduce { to_apply, .. } | hlo::View::Map { to_apply, .. } => Ok(to_apply),
-        _ => Err(EvalError::invalid(format!(
-            "{} without to_apply",
-            inst.opcode
-        ))),
+        _ => Err(EvalError::malformed(inst)),
     }
 }
 
@@ -59,7 +56,7 @@ pub fn reduce(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult
     }
     let mut red = vec![false; rank];
     let hlo::View::Reduce { dimensions, .. } = inst.view() else {
-        return Err(EvalError::invalid("reduce without to_apply"));
+        return Err(EvalError::malformed(inst));
     };
     for &d in dimensions {
         let d = usize::try_from(d)

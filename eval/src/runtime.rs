@@ -102,10 +102,7 @@ impl SingleReplica {
 pub(crate) fn collective_view(inst: &Instruction) -> EResult<hlo::CollectiveView<'_>> {
     match inst.view() {
         hlo::View::Collective(c) => Ok(c),
-        _ => Err(EvalError::invalid(format!(
-            "{} is not a collective",
-            inst.opcode
-        ))),
+        _ => Err(EvalError::malformed(inst)),
     }
 }
 

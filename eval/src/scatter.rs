@@ -34,8 +34,9 @@ fn targets(
     u: &ArrayLiteral,
 ) -> EResult<Vec<(usize, usize)>> {
     let rank = a.dims.len();
-    let geo = hlo::indexing::ScatterGeometry::resolve(&inst.attrs, &a.dims, &ind.dims, &u.dims)
-        .map_err(EvalError::invalid)?;
+    let geo =
+        hlo::indexing::ScatterGeometry::resolve(&inst.attrs, &a.shape(), &ind.shape(), &u.shape())
+            .map_err(EvalError::invalid)?;
     let space = IndexValues {
         at: &geo.indices,
         values: to_i64_vec(&ind.data)?,
@@ -104,7 +105,7 @@ pub fn scatter(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResul
     }
     let pairs = targets(inst, operands[0], ind, updates[0])?;
     let hlo::View::Scatter { to_apply: comp } = inst.view() else {
-        return Err(EvalError::invalid("scatter without to_apply"));
+        return Err(EvalError::malformed(inst));
     };
     let mut outs: Vec<ArrayData> = operands.iter().map(|o| o.data.clone()).collect();
     if n == 1 && is_overwrite(cx, comp) {

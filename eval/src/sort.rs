@@ -68,9 +68,7 @@ pub fn sort(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> EResult<L
         ..
     } = inst.view()
     else {
-        return Err(EvalError::invalid(
-            "sort without comparator or with a negative dimension",
-        ));
+        return Err(EvalError::malformed(inst));
     };
     if d >= rank.max(1) {
         return Err(EvalError::invalid(format!(
@@ -157,9 +155,8 @@ fn keys(d: &ArrayData) -> EResult<Vec<i128>> {
 pub fn top_k(inst: &Instruction, ops: &[&Literal]) -> EResult<Literal> {
     let a = operand(ops, 0)?;
     let hlo::View::TopK { k, largest } = inst.view() else {
-        return Err(EvalError::invalid("not a topk"));
+        return Err(EvalError::malformed(inst));
     };
-    let k = k.ok_or_else(|| EvalError::invalid("topk without k"))?;
     let n = *a
         .dims
         .last()

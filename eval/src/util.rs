@@ -69,14 +69,7 @@ macro_rules! zip_array_data_mut {
     }};
 }
 
-/// Row-major strides of `dims`.
-pub fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
-    for d in (0..dims.len().saturating_sub(1)).rev() {
-        s[d] = s[d + 1] * dims[d + 1];
-    }
-    s
-}
+pub use hlo::shape::strides;
 
 pub use hlo::shape::next_index;
 

@@ -203,7 +203,7 @@ pub fn reduce_window(cx: &mut Ctx<'_>, inst: &Instruction, ops: &[&Literal]) -> 
         to_apply: f,
     } = inst.view()
     else {
-        return Err(EvalError::invalid("missing to_apply computation"));
+        return Err(EvalError::malformed(inst));
     };
     let g = Geometry::new(&inputs[0].dims, window)?;
     let k = count_of(&g.out, "reduce-window result")?;
@@ -284,7 +284,7 @@ pub fn select_and_scatter(
         scatter: sct,
     } = inst.view()
     else {
-        return Err(EvalError::invalid("missing select or scatter computation"));
+        return Err(EvalError::malformed(inst));
     };
     let g = Geometry::new(&a.dims, window)?;
     if g.out != src.dims {

@@ -152,10 +152,11 @@ impl ReplicaGroups {
                 }
                 // Element at transposed index j has source index with coords permuted.
                 let tdims: Vec<i64> = perm.iter().map(|&p| reshape_dims[p]).collect();
-                let mut src_strides = vec![1i64; rank];
-                for d in (0..rank.saturating_sub(1)).rev() {
-                    src_strides[d] = src_strides[d + 1] * reshape_dims[d + 1];
-                }
+                let rd: Vec<usize> = reshape_dims.iter().map(|&d| d as usize).collect();
+                let src_strides: Vec<i64> = crate::shape::strides(&rd)
+                    .into_iter()
+                    .map(|s| s as i64)
+                    .collect();
                 let mut flat = Vec::with_capacity(total as usize);
                 let mut idx = vec![0i64; rank];
                 for _ in 0..total {

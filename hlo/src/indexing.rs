@@ -4,11 +4,12 @@
 //! component of an index vector lands in the operand, which operand dimensions a window spans.
 //!
 //! The evaluator and the compiler both walk this geometry; neither reads the dimension numbers
-//! from `Attrs` itself. `index_vector_dim` defaults to the rank of the indices (XLA's implicit
-//! trailing 1). [`GatherGeometry::resolve`] and [`ScatterGeometry::resolve`] check every
-//! attribute against the shapes and name the first that does not fit.
+//! from `Attrs` itself. [`GatherGeometry::resolve`] and [`ScatterGeometry::resolve`] check the
+//! attributes against the shapes with the verifier's own rules (`infer::gather`: one set of
+//! checks, the verifier's message for the first that does not fit), then resolve them.
 
 use crate::attrs::Attrs;
+use crate::shape::ArrayShape;
 
 fn list(v: &Option<Vec<i64>>) -> &[i64] {
     v.as_deref().unwrap_or(&[])
@@ -27,14 +28,7 @@ fn dims_below(v: &Option<Vec<i64>>, rank: usize, what: &str) -> Result<Vec<usize
         .collect()
 }
 
-/// Row-major strides of `dims`.
-fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * dims[i + 1];
-    }
-    s
-}
+use crate::shape::strides;
 
 /// The indices array with its index vector dimension explicit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,6 +101,7 @@ impl Indices {
     }
 
     fn of(a: &Attrs, dims: &[usize]) -> Result<Indices, String> {
+        // Checked present and in range by the verifier's rules before.
         let ivd = a.index_vector_dim.unwrap_or(dims.len() as i64);
         usize::try_from(ivd)
             .ok()
@@ -146,65 +141,45 @@ pub struct GatherGeometry {
     pub out_batch: Vec<usize>,
 }
 
+/// The dimensions of `s` as sizes (a negative one, which no checked shape has, as 0).
+fn sizes(s: &ArrayShape) -> Vec<usize> {
+    s.dims
+        .iter()
+        .map(|&d| usize::try_from(d).unwrap_or(0))
+        .collect()
+}
+
 impl GatherGeometry {
-    /// The geometry of `gather` with attributes `a`, operand and indices dimensions and result
-    /// dimensions `out`; an error names the first attribute that does not fit.
+    /// The geometry of `gather` with attributes `a`, operand and indices shapes and result
+    /// dimensions `out`: checked by the verifier's rules (an error is its message for the
+    /// first that does not fit, or a result shape other than the one they give).
     pub fn resolve(
         a: &Attrs,
-        operand: &[usize],
-        indices: &[usize],
+        operand: &ArrayShape,
+        indices: &ArrayShape,
         out: &[usize],
     ) -> Result<GatherGeometry, String> {
-        let rank = operand.len();
-        let indices = Indices::of(a, indices)?;
-        let offset_dims = dims_below(&a.offset_dims, out.len(), "offset dim")?;
-        let slice_sizes: Vec<usize> = list(&a.slice_sizes)
-            .iter()
-            .map(|&s| usize::try_from(s).map_err(|_| format!("slice size {s} is negative")))
-            .collect::<Result<_, _>>()?;
-        if slice_sizes.len() != rank || slice_sizes.iter().zip(operand).any(|(s, d)| s > d) {
+        let want = crate::infer::gather::gather_dims(a, operand, indices)?;
+        if !want.iter().map(|&d| d as usize).eq(out.iter().copied()) {
             return Err(format!(
-                "slice_sizes {slice_sizes:?} do not fit operand dims {operand:?}"
+                "the result dimensions {out:?} do not match the gather's attributes ({want:?})"
             ));
         }
+        let rank = operand.rank();
+        let indices = Indices::of(a, &sizes(indices))?;
+        let offset_dims = dims_below(&a.offset_dims, out.len(), "offset dim")?;
+        let slice_sizes: Vec<usize> = list(&a.slice_sizes).iter().map(|&s| s as usize).collect();
         let collapsed = dims_below(&a.collapsed_slice_dims, rank, "collapsed slice dim")?;
         let operand_batching = dims_below(&a.operand_batching_dims, rank, "operand batching dim")?;
         let indices_batching = indices
             .batch_positions(&a.start_indices_batching_dims, "start indices batching dim")?;
         let start_index_map = dims_below(&a.start_index_map, rank, "start_index_map dim")?;
-        if start_index_map.len() != indices.vector_len() {
-            return Err(format!(
-                "start_index_map has {} entries for index vectors of {}",
-                start_index_map.len(),
-                indices.vector_len()
-            ));
-        }
-        if operand_batching.len() != indices_batching.len() {
-            return Err("operand and start indices batching dims differ in number".into());
-        }
         let offset_operand: Vec<usize> = (0..rank)
             .filter(|d| !collapsed.contains(d) && !operand_batching.contains(d))
             .collect();
         let out_batch: Vec<usize> = (0..out.len())
             .filter(|d| !offset_dims.contains(d))
             .collect();
-        if offset_operand.len() != offset_dims.len()
-            || out_batch.iter().map(|&d| out[d]).collect::<Vec<_>>() != indices.batch_sizes()
-            || offset_dims
-                .iter()
-                .zip(&offset_operand)
-                .any(|(&o, &d)| out[o] > slice_sizes[d])
-        {
-            return Err("the result shape does not match the gather's attributes".into());
-        }
-        let sizes = indices.batch_sizes();
-        if operand_batching
-            .iter()
-            .zip(&indices_batching)
-            .any(|(&od, &p)| sizes[p] > operand[od])
-        {
-            return Err("batching dim sizes differ between operand and indices".into());
-        }
         Ok(GatherGeometry {
             indices,
             offset_dims,
@@ -246,16 +221,19 @@ pub struct ScatterGeometry {
 }
 
 impl ScatterGeometry {
-    /// The geometry of `scatter` with attributes `a`, operand, indices and update dimensions;
-    /// an error names the first attribute that does not fit.
+    /// The geometry of `scatter` with attributes `a`, operand, indices and update shapes:
+    /// checked by the verifier's rules (an error is its message for the first that does not
+    /// fit).
     pub fn resolve(
         a: &Attrs,
-        operand: &[usize],
-        indices: &[usize],
-        updates: &[usize],
+        operand: &ArrayShape,
+        indices: &ArrayShape,
+        updates: &ArrayShape,
     ) -> Result<ScatterGeometry, String> {
-        let rank = operand.len();
-        let indices = Indices::of(a, indices)?;
+        crate::infer::gather::scatter_check(a, operand, indices, updates)?;
+        let rank = operand.rank();
+        let updates = &sizes(updates);
+        let indices = Indices::of(a, &sizes(indices))?;
         let update_window = dims_below(&a.update_window_dims, updates.len(), "update window dim")?;
         let inserted = dims_below(&a.inserted_window_dims, rank, "inserted window dim")?;
         let input_batching = dims_below(&a.input_batching_dims, rank, "input batching dim")?;
@@ -274,19 +252,6 @@ impl ScatterGeometry {
         let window_operand: Vec<usize> = (0..rank)
             .filter(|d| !inserted.contains(d) && !input_batching.contains(d))
             .collect();
-        if map.len() != indices.vector_len()
-            || input_batching.len() != indices_batching.len()
-            || window_operand.len() != update_window.len()
-            || update_scatter
-                .iter()
-                .map(|&d| updates[d])
-                .collect::<Vec<_>>()
-                != indices.batch_sizes()
-        {
-            return Err(
-                "the scatter's attributes do not match the operand, indices and updates".into(),
-            );
-        }
         let mut window_size = vec![1usize; rank];
         for (&ud, &od) in update_window.iter().zip(&window_operand) {
             window_size[od] = updates[ud];
@@ -317,15 +282,17 @@ mod tests {
 
     #[test]
     fn gather_geometry_resolves_the_implicit_index_vector_dim_and_batching_dims() {
-        // Per-batch row gather: operand [B=2, 5, 3], indices [2, 4] (index_vector_dim defaults
-        // to 2: a trailing 1), result [2, 4, 3].
+        // Per-batch row gather: operand [B=2, 5, 3], indices [2, 4] (index_vector_dim = 2, the
+        // rank: a trailing 1), result [2, 4, 3].
         let g = inst(
             "HloModule g\nENTRY e {\n  a = f32[2,5,3] parameter(0)\n  i = s32[2,4] parameter(1)\n  \
              ROOT r = f32[2,4,3] gather(a, i), offset_dims={2}, collapsed_slice_dims={1}, \
              start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, \
-             slice_sizes={1,1,3}\n}\n",
+             index_vector_dim=2, slice_sizes={1,1,3}\n}\n",
         );
-        let geo = GatherGeometry::resolve(&g.attrs, &[2, 5, 3], &[2, 4], &[2, 4, 3]).unwrap();
+        let (f, s) = (crate::ElementType::F32, crate::ElementType::S32);
+        let (x, i) = (ArrayShape::new(f, &[2, 5, 3]), ArrayShape::new(s, &[2, 4]));
+        let geo = GatherGeometry::resolve(&g.attrs, &x, &i, &[2, 4, 3]).unwrap();
         assert_eq!(geo.indices.dims, [2, 4, 1]);
         assert_eq!((geo.indices.ivd, geo.indices.vector_len()), (2, 1));
         assert_eq!(geo.indices.batch_sizes(), [2, 4]);
@@ -338,8 +305,40 @@ mod tests {
         // Component 0 of the vector at batch position (1, 2): row-major offset 1·4 + 2.
         assert_eq!(geo.indices.offset(&[1, 2], 0), 6);
         // A result shape that disagrees is named.
-        let e = GatherGeometry::resolve(&g.attrs, &[2, 5, 3], &[2, 4], &[2, 3, 3]).unwrap_err();
-        assert!(e.contains("result shape"), "{e}");
+        let e = GatherGeometry::resolve(&g.attrs, &x, &i, &[2, 3, 3]).unwrap_err();
+        assert!(e.contains("result dimensions"), "{e}");
+    }
+
+    /// The geometry is checked by the verifier's own rules, not looser ones: a collapsed
+    /// dimension with a slice of 2 (the result shape alone would allow it) and an
+    /// `index_vector_dim` left out (required) are refused with the verifier's messages.
+    #[test]
+    fn gather_geometry_checks_are_the_verifiers() {
+        let a = Attrs {
+            offset_dims: Some(vec![1]),
+            collapsed_slice_dims: Some(vec![0]),
+            start_index_map: Some(vec![0]),
+            slice_sizes: Some(vec![2, 3]),
+            index_vector_dim: Some(1),
+            ..Default::default()
+        };
+        let x = ArrayShape::new(crate::ElementType::F32, &[5, 3]);
+        let i = ArrayShape::new(crate::ElementType::S32, &[2, 1]);
+        let e = GatherGeometry::resolve(&a, &x, &i, &[2, 3]).unwrap_err();
+        let v = crate::infer::gather::gather_dims(&a, &x, &i).unwrap_err();
+        assert_eq!(e, v);
+        assert!(e.contains("must have slice size at most 1"), "{e}");
+        let ok = Attrs {
+            slice_sizes: Some(vec![1, 3]),
+            ..a.clone()
+        };
+        assert!(GatherGeometry::resolve(&ok, &x, &i, &[2, 3]).is_ok());
+        let no_ivd = Attrs {
+            index_vector_dim: None,
+            ..ok
+        };
+        let e = GatherGeometry::resolve(&no_ivd, &x, &i, &[2, 3]).unwrap_err();
+        assert!(e.contains("requires attribute index_vector_dim="), "{e}");
     }
 
     #[test]
@@ -352,15 +351,20 @@ mod tests {
              inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, \
              to_apply=add\n}\n",
         );
-        let geo = ScatterGeometry::resolve(&s.attrs, &[6, 4], &[3, 1], &[3, 2, 4]).unwrap();
+        let sh = |d: &[i64]| ArrayShape::new(crate::ElementType::F32, d);
+        let (o, i) = (
+            sh(&[6, 4]),
+            ArrayShape::new(crate::ElementType::S32, &[3, 1]),
+        );
+        let geo = ScatterGeometry::resolve(&s.attrs, &o, &i, &sh(&[3, 2, 4])).unwrap();
         assert_eq!(geo.window_size, [2, 4]);
         assert_eq!(geo.update_scatter, [0]);
         assert_eq!(geo.window_operand, [0, 1]);
-        let e = ScatterGeometry::resolve(&s.attrs, &[6, 4], &[3, 1], &[2, 2, 4]).unwrap_err();
-        assert!(e.contains("do not match"), "{e}");
+        let e = ScatterGeometry::resolve(&s.attrs, &o, &i, &sh(&[2, 2, 4])).unwrap_err();
+        assert!(e.contains("expected 3 (indices dimension 0)"), "{e}");
         let mut bad = s.attrs.clone().into_inner();
         bad.index_vector_dim = Some(5);
-        let e = ScatterGeometry::resolve(&bad, &[6, 4], &[3, 1], &[3, 2, 4]).unwrap_err();
+        let e = ScatterGeometry::resolve(&bad, &o, &i, &sh(&[3, 2, 4])).unwrap_err();
         assert!(e.contains("index_vector_dim=5"), "{e}");
     }
 }

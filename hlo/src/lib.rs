@@ -33,4 +33,4 @@ pub use print::{print, print_instruction, print_literal};
 pub use shape::{ArrayShape, Layout, ProgramShape, Shape};
 pub use types::{ElementType, TypeKind};
 pub use verify::{verified, verify, VerifiedModule};
-pub use view::{Branches, CollectiveView, ConvView, DotView, View};
+pub use view::{default_comparison_type, Branches, CollectiveView, ConvView, DotView, View};

@@ -254,6 +254,16 @@ impl fmt::Display for ProgramShape {
     }
 }
 
+/// Row-major strides of `dims` (in elements): `strides[d]` is the product of the dimensions
+/// after `d`. The one copy: the evaluator, the compiler and [`crate::indexing`] use it.
+pub fn strides(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1usize; dims.len()];
+    for d in (0..dims.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * dims[d + 1];
+    }
+    s
+}
+
 /// Advances a row-major multi-index; returns false after the last index.
 pub fn next_index(idx: &mut [usize], dims: &[usize]) -> bool {
     for d in (0..dims.len()).rev() {

@@ -12,28 +12,28 @@
 //! | `window` of convolution | none (every spatial size 1: an empty list) |
 //! | `largest` of topk | true |
 //! | `lower` of cholesky | false |
-//! | `epsilon` of batch-norm | 0 (the verifier requires it; a built module may omit it) |
 //! | `algorithm` of rng-bit-generator | `RNG_DEFAULT` |
-//! | `index_vector_dim` of gather/scatter | the rank of the indices (XLA's implicit trailing 1); gather's and scatter's dimension numbers are resolved against their shapes in [`crate::indexing`] |
+//! | `index_vector_dim` of gather/scatter | required (the verifier's rule; equal to the rank of the indices: XLA's implicit trailing 1); gather's and scatter's dimension numbers are checked and resolved against their shapes in [`crate::indexing`] |
 //! | `channel_id` | none (`0` where a key is needed) |
 //! | `replica_groups` of a collective | none: every device in one group |
 //! | `use_global_device_ids`, `is_host_transfer` | false |
-//! | `dimensions` of a collective, `source_target_pairs` | none (an empty list) |
+//! | `dimensions` of all-to-all | none (an empty list: the tuple form) |
 //! | `outfeed_shape` | none (the value is not checked) |
-//! | `type` of compare | none: the element type's own order (FLOAT for floating point, SIGNED or UNSIGNED for integers), resolved where the element type is known |
-//! | `dimensions` of reduce, map, broadcast, transpose, reverse | none (an empty list) |
-//! | `window` of reduce-window, select-and-scatter | none (an empty list) |
-//! | `slice` of slice, `padding` of pad, `dynamic_slice_sizes` | none (an empty list) |
-//! | `fft_length` of fft | none (an empty list) |
-//! | `dimensions` of sort | 0 |
+//! | `type` of compare | none: the element type's own order, [`default_comparison_type`] (FLOAT for floating point, SIGNED or UNSIGNED for integers), resolved where the element type is known |
+//! | `dimensions` of map | none (an empty list: every dimension, in order) |
 //! | `is_stable` of sort | false |
 //! | the called computation of call, fusion and async-start | call: `to_apply=`, else `calls=`; fusion: `calls=`, else `to_apply=`; async-start: `calls=` |
 //! | the branches of conditional | `branch_computations=` if present, else `true_computation=`/`false_computation=` |
 //!
-//! An attribute the verifier requires (a parameter's number, a get-tuple-element's index, a
-//! compare's direction, a convolution's `dim_labels`, a called computation, a constant's
-//! literal, a concatenate's dimension, an rng's distribution, ...) that is missing or out of
-//! range gives [`View::Malformed`] naming it: the verifier reports it, and a consumer of a verified module
+//! An attribute the verifier requires (a parameter's number, a get-tuple-element's index, an
+//! iota's dimension, a compare's direction, a convolution's `dim_labels`, a called
+//! computation, a constant's literal, the `dimensions` of reduce, sort, broadcast, transpose,
+//! reverse, concatenate, all-gather and reduce-scatter, the `window` of reduce-window and
+//! select-and-scatter, `slice`, `padding`, `dynamic_slice_sizes`, `fft_length`, a topk's `k`, a
+//! batch-norm's `epsilon`, a collective-permute's `source_target_pairs`, an rng's
+//! distribution, ...) that is missing or out of range gives [`View::Malformed`] naming it,
+//! never a default (an absent `dimensions` of `reverse` is not an empty list): the verifier
+//! reports it, and a consumer of a verified module
 //! treats it as an internal error. Opcodes without attributes of their own are
 //! [`View::Plain`]. The set of variants grows as consumers move from `attrs` to views.
 
@@ -187,7 +187,7 @@ pub enum View<'a> {
     },
     /// `sort(xs), dimensions={d}, is_stable=B, to_apply=f`.
     Sort {
-        /// The sorted dimension (default 0).
+        /// The sorted dimension.
         dimension: usize,
         /// Equal elements keep their order (default false).
         is_stable: bool,
@@ -295,8 +295,8 @@ pub enum View<'a> {
     Convolution(ConvView<'a>),
     /// `topk(x), k=K, largest=B`.
     TopK {
-        /// Elements kept (`None`: the verifier reports it).
-        k: Option<i64>,
+        /// Elements kept.
+        k: i64,
         /// Largest first (default true).
         largest: bool,
     },
@@ -323,6 +323,19 @@ pub enum View<'a> {
     Malformed(&'static str),
 }
 
+/// The comparison type of a `compare` of element type `t` without `type=` (XLA's default, the
+/// element type's own order): FLOAT for floating-point and complex types, SIGNED for signed
+/// integers, UNSIGNED for unsigned integers and pred. The one place this default is derived:
+/// shape inference (the types allowed), the evaluator and the compiler resolve through it.
+pub fn default_comparison_type(t: crate::types::ElementType) -> ComparisonType {
+    use crate::types::TypeKind;
+    match t.kind() {
+        TypeKind::Float | TypeKind::Complex => ComparisonType::Float,
+        TypeKind::Signed => ComparisonType::Signed,
+        TypeKind::Unsigned | TypeKind::Pred => ComparisonType::Unsigned,
+    }
+}
+
 impl Instruction {
     /// This instruction's attributes, typed, with defaults resolved (see the module docs).
     pub fn view(&self) -> View<'_> {
@@ -344,202 +357,230 @@ impl<'a> View<'a> {
         fn list<T>(v: &Option<Vec<T>>) -> &[T] {
             v.as_deref().unwrap_or(&[])
         }
-        let r = match opcode {
-            Opcode::Parameter => index(a.parameter_number, "parameter number")
-                .map(|number| View::Parameter { number }),
-            Opcode::GetTupleElement => index(a.index, "get-tuple-element index")
-                .map(|index| View::GetTupleElement { index }),
-            Opcode::Iota => index(a.iota_dimension.or(Some(0)), "iota_dimension")
-                .map(|dimension| View::Iota { dimension }),
-            Opcode::Compare => a
-                .direction
-                .map(|direction| View::Compare {
-                    direction,
-                    comparison_type: a.comparison_type,
-                })
-                .ok_or(View::Malformed("compare direction")),
-            Opcode::Constant => need(a.literal.as_deref(), "constant literal")
-                .map(|literal| View::Constant { literal }),
-            Opcode::Reduce => need(a.to_apply, "reduce to_apply").map(|to_apply| View::Reduce {
-                dimensions: list(&a.dimensions),
-                to_apply,
-            }),
-            Opcode::ReduceWindow => {
-                need(a.to_apply, "reduce-window to_apply").map(|to_apply| View::ReduceWindow {
-                    window: list(&a.window),
-                    to_apply,
-                })
-            }
-            Opcode::SelectAndScatter => match (a.select, a.scatter) {
-                (Some(select), Some(scatter)) => Ok(View::SelectAndScatter {
-                    window: list(&a.window),
-                    select,
-                    scatter,
-                }),
-                _ => Err(View::Malformed("select-and-scatter select and scatter")),
-            },
-            Opcode::Map => need(a.to_apply, "map to_apply").map(|to_apply| View::Map {
-                dimensions: list(&a.dimensions),
-                to_apply,
-            }),
-            Opcode::Scatter => {
-                need(a.to_apply, "scatter to_apply").map(|to_apply| View::Scatter { to_apply })
-            }
-            Opcode::Sort => match (
-                a.to_apply,
-                index(
-                    Some(list(&a.dimensions).first().copied().unwrap_or(0)),
-                    "sort dimension",
-                ),
-            ) {
-                (Some(to_apply), Ok(dimension)) => Ok(View::Sort {
-                    dimension,
-                    is_stable: a.is_stable.unwrap_or(false),
-                    to_apply,
-                }),
-                (None, _) => Err(View::Malformed("sort to_apply")),
-                (_, Err(e)) => Err(e),
-            },
-            Opcode::Call => {
-                need(a.to_apply.or(a.calls), "call to_apply").map(|callee| View::Call { callee })
-            }
-            Opcode::AsyncStart => {
-                need(a.calls, "async-start calls").map(|callee| View::Call { callee })
-            }
-            Opcode::Fusion => {
-                need(a.calls.or(a.to_apply), "fusion calls").map(|callee| View::Call { callee })
-            }
-            Opcode::While => match (a.condition, a.body) {
-                (Some(condition), Some(body)) => Ok(View::While { condition, body }),
-                _ => Err(View::Malformed("while condition and body")),
-            },
-            Opcode::Conditional => match (
-                &a.branch_computations,
-                a.true_computation,
-                a.false_computation,
-            ) {
-                (Some(b), _, _) => Ok(View::Conditional(Branches::Index(b))),
-                (None, Some(on_true), Some(on_false)) => {
-                    Ok(View::Conditional(Branches::Pred { on_true, on_false }))
-                }
-                _ => Err(View::Malformed("conditional branches")),
-            },
-            Opcode::Dot => Ok(View::Dot(DotView {
-                lhs_batch: list(&a.lhs_batch_dims),
-                rhs_batch: list(&a.rhs_batch_dims),
-                lhs_contracting: list(&a.lhs_contracting_dims),
-                rhs_contracting: list(&a.rhs_contracting_dims),
-                precision: list(&a.operand_precision),
-            })),
-            Opcode::Broadcast => Ok(View::Broadcast {
-                dimensions: list(&a.dimensions),
-            }),
-            Opcode::Transpose => Ok(View::Transpose {
-                permutation: list(&a.dimensions),
-            }),
-            Opcode::Reverse => Ok(View::Reverse {
-                dimensions: list(&a.dimensions),
-            }),
-            Opcode::Concatenate => index(
-                list(&a.dimensions).first().copied(),
-                "concatenate dimension",
-            )
-            .map(|dimension| View::Concatenate { dimension }),
-            Opcode::Slice => Ok(View::Slice {
-                slice: list(&a.slice),
-            }),
-            Opcode::Pad => Ok(View::Pad {
-                padding: list(&a.padding),
-            }),
-            Opcode::DynamicSlice => Ok(View::DynamicSlice {
-                sizes: list(&a.dynamic_slice_sizes),
-            }),
-            Opcode::GetDimensionSize | Opcode::SetDimensionSize => index(
-                list(&a.dimensions).first().copied(),
-                "dimension-size dimension",
-            )
-            .map(|dimension| View::DimensionSize { dimension }),
-            Opcode::Rng => need(a.distribution, "rng distribution")
-                .map(|distribution| View::Rng { distribution }),
-            Opcode::ReducePrecision => match (a.exponent_bits, a.mantissa_bits) {
-                (Some(exponent_bits), Some(mantissa_bits)) => Ok(View::ReducePrecision {
-                    exponent_bits,
-                    mantissa_bits,
-                }),
-                _ => Err(View::Malformed(
-                    "reduce-precision exponent_bits and mantissa_bits",
-                )),
-            },
-            Opcode::TriangularSolve => need(
-                a.triangular_solve_options,
-                "triangular-solve triangular_solve_options",
-            )
-            .map(View::TriangularSolve),
-            Opcode::Fft => need(a.fft_type, "fft fft_type").map(|fft_type| View::Fft {
-                fft_type,
-                fft_length: list(&a.fft_length),
-            }),
-            Opcode::AllReduce
-            | Opcode::AllReduceStart
-            | Opcode::AllGather
-            | Opcode::AllGatherStart
-            | Opcode::ReduceScatter
-            | Opcode::AllToAll
-            | Opcode::RaggedAllToAll
-            | Opcode::CollectiveBroadcast
-            | Opcode::CollectivePermute
-            | Opcode::CollectivePermuteStart => Ok(View::Collective(CollectiveView {
+        // all-gather and reduce-scatter name their dimension, collective-permute its pairs (the
+        // verifier requires them); all-to-all's dimensions are optional.
+        fn collective(opcode: Opcode, a: &Attrs) -> Result<View<'_>, View<'static>> {
+            let dims_required = matches!(
+                opcode,
+                Opcode::AllGather | Opcode::AllGatherStart | Opcode::ReduceScatter
+            );
+            let pairs_required = matches!(
+                opcode,
+                Opcode::CollectivePermute | Opcode::CollectivePermuteStart
+            );
+            Ok(View::Collective(CollectiveView {
                 replica_groups: a.replica_groups.as_ref(),
                 channel_id: a.channel_id,
                 use_global_device_ids: a.use_global_device_ids.unwrap_or(false),
                 to_apply: a.to_apply,
-                dimensions: list(&a.dimensions),
-                source_target_pairs: list(&a.source_target_pairs),
-            })),
-            Opcode::Send | Opcode::Recv | Opcode::SendDone | Opcode::RecvDone => {
-                Ok(View::Transfer {
-                    channel_id: a.channel_id,
-                    is_host_transfer: a.is_host_transfer.unwrap_or(false),
-                })
-            }
-            Opcode::Outfeed => Ok(View::Outfeed {
-                shape: a.outfeed_shape.as_ref(),
-            }),
-            Opcode::CustomCall => need(
-                a.custom_call_target.as_deref(),
-                "custom-call custom_call_target",
-            )
-            .map(|target| View::CustomCall { target }),
-            Opcode::Convolution => match a.dim_labels.as_ref() {
-                Some(dims) => Ok(View::Convolution(ConvView {
-                    window: a.window.as_deref().unwrap_or(&[]),
-                    dims,
-                    feature_group_count: a.feature_group_count.unwrap_or(1),
-                    batch_group_count: a.batch_group_count.unwrap_or(1),
-                    precision: a.operand_precision.as_deref().unwrap_or(&[]),
-                })),
-                None => Err(View::Malformed("convolution dim_labels")),
-            },
-            Opcode::TopK => Ok(View::TopK {
-                k: a.k,
-                largest: a.largest.unwrap_or(true),
-            }),
-            Opcode::Cholesky => Ok(View::Cholesky {
-                lower: a.lower.unwrap_or(false),
-            }),
-            Opcode::BatchNormTraining | Opcode::BatchNormInference | Opcode::BatchNormGrad => {
-                index(a.feature_index, "batch-norm feature_index").map(|feature_index| {
-                    View::BatchNorm {
-                        epsilon: a.epsilon.unwrap_or(0.0),
-                        feature_index,
+                dimensions: if dims_required {
+                    req(&a.dimensions, "collective dimensions")?
+                } else {
+                    list(&a.dimensions)
+                },
+                source_target_pairs: if pairs_required {
+                    req(
+                        &a.source_target_pairs,
+                        "collective-permute source_target_pairs",
+                    )?
+                } else {
+                    list(&a.source_target_pairs)
+                },
+            }))
+        }
+        // A list the verifier requires: absent is malformed, never an empty default.
+        fn req<'v, T>(v: &'v Option<Vec<T>>, what: &'static str) -> Result<&'v [T], View<'static>> {
+            v.as_deref().ok_or(View::Malformed(what))
+        }
+        let r =
+            match opcode {
+                Opcode::Parameter => index(a.parameter_number, "parameter number")
+                    .map(|number| View::Parameter { number }),
+                Opcode::GetTupleElement => index(a.index, "get-tuple-element index")
+                    .map(|index| View::GetTupleElement { index }),
+                Opcode::Iota => index(a.iota_dimension, "iota_dimension")
+                    .map(|dimension| View::Iota { dimension }),
+                Opcode::Compare => a
+                    .direction
+                    .map(|direction| View::Compare {
+                        direction,
+                        comparison_type: a.comparison_type,
+                    })
+                    .ok_or(View::Malformed("compare direction")),
+                Opcode::Constant => need(a.literal.as_deref(), "constant literal")
+                    .map(|literal| View::Constant { literal }),
+                Opcode::Reduce => need(a.to_apply, "reduce to_apply").and_then(|to_apply| {
+                    Ok(View::Reduce {
+                        dimensions: req(&a.dimensions, "reduce dimensions")?,
+                        to_apply,
+                    })
+                }),
+                Opcode::ReduceWindow => {
+                    need(a.to_apply, "reduce-window to_apply").and_then(|to_apply| {
+                        Ok(View::ReduceWindow {
+                            window: req(&a.window, "reduce-window window")?,
+                            to_apply,
+                        })
+                    })
+                }
+                Opcode::SelectAndScatter => match (a.select, a.scatter) {
+                    (Some(select), Some(scatter)) => Ok(View::SelectAndScatter {
+                        window: match req(&a.window, "select-and-scatter window") {
+                            Ok(w) => w,
+                            Err(e) => return e,
+                        },
+                        select,
+                        scatter,
+                    }),
+                    _ => Err(View::Malformed("select-and-scatter select and scatter")),
+                },
+                Opcode::Map => need(a.to_apply, "map to_apply").map(|to_apply| View::Map {
+                    dimensions: list(&a.dimensions),
+                    to_apply,
+                }),
+                Opcode::Scatter => {
+                    need(a.to_apply, "scatter to_apply").map(|to_apply| View::Scatter { to_apply })
+                }
+                Opcode::Sort => match (
+                    a.to_apply,
+                    index(list(&a.dimensions).first().copied(), "sort dimension"),
+                ) {
+                    (Some(to_apply), Ok(dimension)) => Ok(View::Sort {
+                        dimension,
+                        is_stable: a.is_stable.unwrap_or(false),
+                        to_apply,
+                    }),
+                    (None, _) => Err(View::Malformed("sort to_apply")),
+                    (_, Err(e)) => Err(e),
+                },
+                Opcode::Call => need(a.to_apply.or(a.calls), "call to_apply")
+                    .map(|callee| View::Call { callee }),
+                Opcode::AsyncStart => {
+                    need(a.calls, "async-start calls").map(|callee| View::Call { callee })
+                }
+                Opcode::Fusion => {
+                    need(a.calls.or(a.to_apply), "fusion calls").map(|callee| View::Call { callee })
+                }
+                Opcode::While => match (a.condition, a.body) {
+                    (Some(condition), Some(body)) => Ok(View::While { condition, body }),
+                    _ => Err(View::Malformed("while condition and body")),
+                },
+                Opcode::Conditional => match (
+                    &a.branch_computations,
+                    a.true_computation,
+                    a.false_computation,
+                ) {
+                    (Some(b), _, _) => Ok(View::Conditional(Branches::Index(b))),
+                    (None, Some(on_true), Some(on_false)) => {
+                        Ok(View::Conditional(Branches::Pred { on_true, on_false }))
                     }
-                })
-            }
-            Opcode::RngBitGenerator => Ok(View::RngBitGenerator {
-                algorithm: a.rng_algorithm.unwrap_or(RngAlgorithm::Default),
-            }),
-            _ => Ok(View::Plain),
-        };
+                    _ => Err(View::Malformed("conditional branches")),
+                },
+                Opcode::Dot => Ok(View::Dot(DotView {
+                    lhs_batch: list(&a.lhs_batch_dims),
+                    rhs_batch: list(&a.rhs_batch_dims),
+                    lhs_contracting: list(&a.lhs_contracting_dims),
+                    rhs_contracting: list(&a.rhs_contracting_dims),
+                    precision: list(&a.operand_precision),
+                })),
+                Opcode::Broadcast => req(&a.dimensions, "broadcast dimensions")
+                    .map(|dimensions| View::Broadcast { dimensions }),
+                Opcode::Transpose => req(&a.dimensions, "transpose dimensions")
+                    .map(|permutation| View::Transpose { permutation }),
+                Opcode::Reverse => req(&a.dimensions, "reverse dimensions")
+                    .map(|dimensions| View::Reverse { dimensions }),
+                Opcode::Concatenate => index(
+                    list(&a.dimensions).first().copied(),
+                    "concatenate dimension",
+                )
+                .map(|dimension| View::Concatenate { dimension }),
+                Opcode::Slice => req(&a.slice, "slice slice").map(|slice| View::Slice { slice }),
+                Opcode::Pad => req(&a.padding, "pad padding").map(|padding| View::Pad { padding }),
+                Opcode::DynamicSlice => {
+                    req(&a.dynamic_slice_sizes, "dynamic-slice dynamic_slice_sizes")
+                        .map(|sizes| View::DynamicSlice { sizes })
+                }
+                Opcode::GetDimensionSize | Opcode::SetDimensionSize => index(
+                    list(&a.dimensions).first().copied(),
+                    "dimension-size dimension",
+                )
+                .map(|dimension| View::DimensionSize { dimension }),
+                Opcode::Rng => need(a.distribution, "rng distribution")
+                    .map(|distribution| View::Rng { distribution }),
+                Opcode::ReducePrecision => match (a.exponent_bits, a.mantissa_bits) {
+                    (Some(exponent_bits), Some(mantissa_bits)) => Ok(View::ReducePrecision {
+                        exponent_bits,
+                        mantissa_bits,
+                    }),
+                    _ => Err(View::Malformed(
+                        "reduce-precision exponent_bits and mantissa_bits",
+                    )),
+                },
+                Opcode::TriangularSolve => need(
+                    a.triangular_solve_options,
+                    "triangular-solve triangular_solve_options",
+                )
+                .map(View::TriangularSolve),
+                Opcode::Fft => need(a.fft_type, "fft fft_type").and_then(|fft_type| {
+                    Ok(View::Fft {
+                        fft_type,
+                        fft_length: req(&a.fft_length, "fft fft_length")?,
+                    })
+                }),
+                Opcode::AllReduce
+                | Opcode::AllReduceStart
+                | Opcode::AllGather
+                | Opcode::AllGatherStart
+                | Opcode::ReduceScatter
+                | Opcode::AllToAll
+                | Opcode::RaggedAllToAll
+                | Opcode::CollectiveBroadcast
+                | Opcode::CollectivePermute
+                | Opcode::CollectivePermuteStart => collective(opcode, a),
+                Opcode::Send | Opcode::Recv | Opcode::SendDone | Opcode::RecvDone => {
+                    Ok(View::Transfer {
+                        channel_id: a.channel_id,
+                        is_host_transfer: a.is_host_transfer.unwrap_or(false),
+                    })
+                }
+                Opcode::Outfeed => Ok(View::Outfeed {
+                    shape: a.outfeed_shape.as_ref(),
+                }),
+                Opcode::CustomCall => need(
+                    a.custom_call_target.as_deref(),
+                    "custom-call custom_call_target",
+                )
+                .map(|target| View::CustomCall { target }),
+                Opcode::Convolution => match a.dim_labels.as_ref() {
+                    Some(dims) => Ok(View::Convolution(ConvView {
+                        window: a.window.as_deref().unwrap_or(&[]),
+                        dims,
+                        feature_group_count: a.feature_group_count.unwrap_or(1),
+                        batch_group_count: a.batch_group_count.unwrap_or(1),
+                        precision: a.operand_precision.as_deref().unwrap_or(&[]),
+                    })),
+                    None => Err(View::Malformed("convolution dim_labels")),
+                },
+                Opcode::TopK => need(a.k, "topk k").map(|k| View::TopK {
+                    k,
+                    largest: a.largest.unwrap_or(true),
+                }),
+                Opcode::Cholesky => Ok(View::Cholesky {
+                    lower: a.lower.unwrap_or(false),
+                }),
+                Opcode::BatchNormTraining | Opcode::BatchNormInference | Opcode::BatchNormGrad => {
+                    index(a.feature_index, "batch-norm feature_index").and_then(|feature_index| {
+                        Ok(View::BatchNorm {
+                            epsilon: need(a.epsilon, "batch-norm epsilon")?,
+                            feature_index,
+                        })
+                    })
+                }
+                Opcode::RngBitGenerator => Ok(View::RngBitGenerator {
+                    algorithm: a.rng_algorithm.unwrap_or(RngAlgorithm::Default),
+                }),
+                _ => Ok(View::Plain),
+            };
         r.unwrap_or_else(|m| m)
     }
 }
@@ -601,7 +642,7 @@ mod tests {
         assert_eq!(
             entry_inst(t, "t").view(),
             View::TopK {
-                k: Some(2),
+                k: 2,
                 largest: true
             }
         );
@@ -650,6 +691,22 @@ mod tests {
     }
 
     #[test]
+    fn the_default_comparison_type_is_one_the_verifier_allows() {
+        use crate::types::ElementType as T;
+        for (t, want) in [
+            (T::F32, ComparisonType::Float),
+            (T::BF16, ComparisonType::Float),
+            (T::C64, ComparisonType::Float),
+            (T::S8, ComparisonType::Signed),
+            (T::S64, ComparisonType::Signed),
+            (T::U32, ComparisonType::Unsigned),
+            (T::Pred, ComparisonType::Unsigned),
+        ] {
+            assert_eq!(default_comparison_type(t), want, "{t}");
+        }
+    }
+
+    #[test]
     fn a_missing_required_attribute_is_malformed_not_a_default() {
         let mut p = entry_inst(
             "HloModule m\nENTRY e {\n  ROOT x = f32[5] parameter(0)\n}\n",
@@ -663,5 +720,82 @@ mod tests {
         assert_eq!(r.view(), View::Malformed("reduce to_apply"));
         r.opcode = Opcode::Concatenate;
         assert_eq!(r.view(), View::Malformed("concatenate dimension"));
+    }
+
+    /// A `reverse` (and every op whose list attribute the verifier requires) without that
+    /// attribute is malformed, not an empty list (a reverse of nothing would be a no-op); the
+    /// builder, which infers shapes with the verifier's rules, refuses to build one.
+    #[test]
+    fn a_required_list_attribute_absent_is_malformed_not_empty() {
+        let none = crate::Attrs::default();
+        for (op, what) in [
+            (Opcode::Reverse, "reverse dimensions"),
+            (Opcode::Broadcast, "broadcast dimensions"),
+            (Opcode::Transpose, "transpose dimensions"),
+            (Opcode::Slice, "slice slice"),
+            (Opcode::Pad, "pad padding"),
+            (Opcode::DynamicSlice, "dynamic-slice dynamic_slice_sizes"),
+            (Opcode::Iota, "iota_dimension"),
+            (Opcode::TopK, "topk k"),
+            (Opcode::AllGather, "collective dimensions"),
+            (
+                Opcode::CollectivePermute,
+                "collective-permute source_target_pairs",
+            ),
+        ] {
+            assert_eq!(View::of(op, &none), View::Malformed(what), "{op}");
+        }
+        let with = |f: fn(&mut crate::Attrs)| {
+            let mut a = crate::Attrs {
+                to_apply: Some(CompId::new(0)),
+                fft_type: Some(FftType::Fft),
+                feature_index: Some(0),
+                ..Default::default()
+            };
+            f(&mut a);
+            a
+        };
+        let a = with(|_| {});
+        assert_eq!(
+            View::of(Opcode::Reduce, &a),
+            View::Malformed("reduce dimensions")
+        );
+        assert_eq!(
+            View::of(Opcode::Sort, &a),
+            View::Malformed("sort dimension")
+        );
+        assert_eq!(
+            View::of(Opcode::ReduceWindow, &a),
+            View::Malformed("reduce-window window")
+        );
+        assert_eq!(View::of(Opcode::Fft, &a), View::Malformed("fft fft_length"));
+        assert_eq!(
+            View::of(Opcode::BatchNormInference, &a),
+            View::Malformed("batch-norm epsilon")
+        );
+        // Optional lists stay empty: map's dimensions, all-to-all's (the tuple form).
+        assert!(matches!(
+            View::of(Opcode::Map, &a),
+            View::Map { dimensions: [], .. }
+        ));
+        assert!(matches!(
+            View::of(Opcode::AllToAll, &none),
+            View::Collective(_)
+        ));
+        // Present but empty is a real value, not malformed.
+        let e = with(|a| a.dimensions = Some(vec![]));
+        assert_eq!(
+            View::of(Opcode::Reverse, &e),
+            View::Reverse { dimensions: &[] }
+        );
+
+        let mut b = crate::builder::XlaBuilder::new("b");
+        let x = b
+            .parameter(0, crate::Shape::array(crate::ElementType::F32, &[4]), "x")
+            .unwrap();
+        let e = b
+            .add_instruction(Opcode::Reverse, &[x], crate::Attrs::default(), None)
+            .unwrap_err();
+        assert!(e.to_string().contains("dimensions"), "{e}");
     }
 }

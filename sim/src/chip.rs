@@ -170,8 +170,7 @@ pub struct Chip {
     /// Transfers of this chip to itself are matched here, not in the fabric (they cross no
     /// link, so no other chip can see them): unmatched sends and receives by tag, in posting
     /// order.
-    pub self_posts:
-        [std::collections::BTreeMap<u32, std::collections::VecDeque<crate::ici::Post>>; 2],
+    pub self_posts: crate::ici::Matcher<u32>,
     /// Matched transfers to itself waiting to arrive (slab of `Ev::IciSelf`).
     pub self_arriving: Vec<Option<(crate::ici::Post, crate::ici::Post)>>,
     /// By pc: the derived accesses of the last command started there whose accesses depend
@@ -339,6 +338,7 @@ impl Chip {
             mxus.push(MxuState {
                 model,
                 acc_busy: Default::default(),
+                acc_reads: Default::default(),
                 st_free: Cycle::ZERO,
                 shadow_n: 0,
                 active_n: 0,
@@ -535,18 +535,9 @@ impl Chip {
         p: crate::ici::Post,
         now: Cycle,
     ) -> Result<(), String> {
-        let [sends, recvs] = &mut self.self_posts;
-        let (mine, other) = if send { (sends, recvs) } else { (recvs, sends) };
-        let partner = other.get_mut(&p.tag).and_then(|q| q.pop_front());
-        if other.get(&p.tag).is_some_and(|q| q.is_empty()) {
-            other.remove(&p.tag);
-        }
-        let Some(partner) = partner else {
-            mine.entry(p.tag).or_default().push_back(p);
+        let Some((s, r)) = self.self_posts.post(p.tag, send, p)? else {
             return Ok(());
         };
-        let (s, r) = if send { (p, partner) } else { (partner, p) };
-        crate::ici::check_match(&s, &r)?;
         let slot = match self.self_arriving.iter().position(Option::is_none) {
             Some(i) => {
                 self.self_arriving[i] = Some((s, r));
@@ -565,12 +556,9 @@ impl Chip {
     /// This chip's transfers to itself still waiting for their partner (`true`: a send), for
     /// the deadlock report.
     pub fn self_waits(&self) -> Vec<(bool, &crate::ici::Post)> {
-        let [sends, recvs] = &self.self_posts;
-        sends
-            .values()
-            .flatten()
-            .map(|p| (true, p))
-            .chain(recvs.values().flatten().map(|p| (false, p)))
+        [true, false]
+            .into_iter()
+            .flat_map(|send| self.self_posts.waiting(send).map(move |(_, p)| (send, p)))
             .collect()
     }
 

@@ -73,10 +73,6 @@ pub struct Cmd {
     pub pc: u32,
     /// Cycle of dispatch.
     pub dispatched: Cycle,
-    /// The operands' derived accesses (`isa::Inst::accesses`), kept by the first consumer
-    /// when none of them depends on memory contents (the VMEM port and the race check would
-    /// otherwise derive them twice); the front end then moves them to `Chip::derived_cache`.
-    pub(crate) accesses: std::cell::OnceCell<Box<crate::units::Derived>>,
 }
 
 /// One unit's queue and front end.
@@ -162,6 +158,8 @@ pub struct MxuState {
     pub model: MxuModel,
     /// Accumulator rows that matmuls still in flight write (for `mxu.st`).
     pub acc_busy: AccBusy,
+    /// Accumulator rows that stores still in flight read (for `mxu.matmul`).
+    pub acc_reads: AccReads,
     /// The accumulator's result port is free from this cycle (an `mxu.st` holds it one row
     /// per cycle, so two stores of one MXU do not overlap).
     pub st_free: Cycle,
@@ -217,6 +215,52 @@ impl AccBusy {
             .map(|r| r.2)
             .max()
             .unwrap_or(Cycle::ZERO)
+    }
+}
+
+/// The accumulator rows that `mxu.st`s may still be reading: a matmul must not overwrite a
+/// row before the store has read it (docs/timing.md, MXU). A store of `m` rows from `first`
+/// that ends at `E` reads its row `i` no later than cycle `E − m + i` (one row per cycle, its
+/// VMEM stall taken before its rows: the latest it can read them). Entries ended at or before
+/// the MXU's issue cycle are dropped.
+#[derive(Clone, Debug, Default)]
+pub struct AccReads {
+    /// `(first row, rows, end cycle)`; rows are taken modulo the accumulator rows.
+    ranges: Vec<(u64, u64, Cycle)>,
+}
+
+impl AccReads {
+    /// Records a store issued at `now` reading rows `[first, first + rows)` (mod `a_rows`)
+    /// that ends at `end`.
+    pub fn record(&mut self, now: Cycle, first: u64, rows: u64, end: Cycle) {
+        self.ranges.retain(|r| r.2 > now);
+        self.ranges.push((first, rows, end));
+    }
+
+    /// The earliest start `t` of a matmul writing rows `[first, first + rows)` (mod `a_rows`)
+    /// whose row `j`, visible at `t + j + fill` (`fill = R + C`), is written only after every
+    /// recorded store has read that accumulator row: `t + j + fill > E − m + i` for each
+    /// store row `i` the matmul's row `j` overwrites (`Cycle::ZERO` if none overlaps).
+    pub fn ready(&self, first: u64, rows: u64, a_rows: u64, fill: u64) -> Cycle {
+        let rows = rows.min(a_rows);
+        let mut t = 0u64;
+        for &(sf, sm, end) in &self.ranges {
+            // The largest `i − j` over the rows both touch: `d = (first − sf) mod A` when a
+            // row with `i = j + d` is shared, else `d − A` when one with `i = j + d − A` is.
+            let d = (first % a_rows + a_rows - sf % a_rows) % a_rows;
+            let shift = if sm > a_rows {
+                sm as i128 - 1 // the store reads rows twice: its last read of any row bounds
+            } else if d < sm {
+                d as i128
+            } else if a_rows - d < rows {
+                d as i128 - a_rows as i128
+            } else {
+                continue; // disjoint
+            };
+            let need = end.get() as i128 - sm as i128 + shift - fill as i128 + 1;
+            t = t.max(need.max(0) as u64);
+        }
+        Cycle(t)
     }
 }
 

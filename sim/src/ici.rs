@@ -89,6 +89,51 @@ pub fn check_match(s: &Post, r: &Post) -> Result<(), String> {
     Ok(())
 }
 
+/// Unmatched sends and receives by key, each key's in posting order: the one pairing of
+/// `ici.send` with `ici.recv`, shared by the fabric (keys `(source, destination, tag)`) and
+/// a chip's transfers to itself (`Chip::post_self`, keys: the tag).
+#[derive(Debug)]
+pub struct Matcher<K> {
+    /// `[sends, receives]`.
+    posts: [BTreeMap<K, VecDeque<Post>>; 2],
+}
+
+impl<K> Default for Matcher<K> {
+    fn default() -> Self {
+        Matcher {
+            posts: [BTreeMap::new(), BTreeMap::new()],
+        }
+    }
+}
+
+impl<K: Ord + Copy> Matcher<K> {
+    /// Posts a send (`send`) or receive under `key`: the oldest partner waiting under the same
+    /// key pairs with it, as `(send, receive)` (checked by [`check_match`]: an error message
+    /// for the posting instruction on a length mismatch); with none, `p` waits (`None`).
+    pub fn post(&mut self, key: K, send: bool, p: Post) -> Result<Option<(Post, Post)>, String> {
+        let [sends, recvs] = &mut self.posts;
+        let (mine, other) = if send { (sends, recvs) } else { (recvs, sends) };
+        let partner = other.get_mut(&key).and_then(|q| q.pop_front());
+        if other.get(&key).is_some_and(|q| q.is_empty()) {
+            other.remove(&key);
+        }
+        let Some(partner) = partner else {
+            mine.entry(key).or_default().push_back(p);
+            return Ok(None);
+        };
+        let (s, r) = if send { (p, partner) } else { (partner, p) };
+        check_match(&s, &r)?;
+        Ok(Some((s, r)))
+    }
+
+    /// The posts still waiting (`true`: sends), by key and in posting order within a key.
+    pub fn waiting(&self, send: bool) -> impl Iterator<Item = (K, &Post)> {
+        self.posts[usize::from(!send)]
+            .iter()
+            .flat_map(|(k, q)| q.iter().map(move |p| (*k, p)))
+    }
+}
+
 /// The deadlock-report line of a posted instruction still waiting for its partner.
 pub fn wait_line(send: bool, p: &Post) -> String {
     if send {
@@ -269,10 +314,8 @@ pub struct Fabric {
     topo: Topo,
     link_bpc: f64,
     hop_cycles: u64,
-    /// Pending sends by `(src, dst, tag)`.
-    sends: BTreeMap<(u32, u32, u32), VecDeque<Post>>,
-    /// Pending receives by `(src, dst, tag)`.
-    recvs: BTreeMap<(u32, u32, u32), VecDeque<Post>>,
+    /// Pending sends and receives by `(src, dst, tag)`.
+    posts: Matcher<(u32, u32, u32)>,
     flows: Vec<Flow>,
     last: Cycle,
     generation: u64,
@@ -291,8 +334,7 @@ impl Fabric {
             topo: Topo::new(&arch.ici),
             link_bpc: arch.bytes_per_cycle(arch.ici.gbps_per_link),
             hop_cycles: arch.cycles_from_ns(arch.ici.hop_latency_ns),
-            sends: BTreeMap::new(),
-            recvs: BTreeMap::new(),
+            posts: Matcher::default(),
             flows: Vec::new(),
             last: Cycle::ZERO,
             generation: 0,
@@ -328,27 +370,9 @@ impl Fabric {
         } else {
             (p.peer, p.chip, p.tag)
         };
-        let other = if send {
-            &mut self.recvs
-        } else {
-            &mut self.sends
-        };
-        let partner = other.get_mut(&key).and_then(|q| q.pop_front());
-        if other.get(&key).is_some_and(|q| q.is_empty()) {
-            other.remove(&key);
+        if let Some((s, r)) = self.posts.post(key, send, p)? {
+            self.start(now, s, r, stats);
         }
-        let Some(partner) = partner else {
-            let mine = if send {
-                &mut self.sends
-            } else {
-                &mut self.recvs
-            };
-            mine.entry(key).or_default().push_back(p);
-            return Ok(());
-        };
-        let (s, r) = if send { (p, partner) } else { (partner, p) };
-        check_match(&s, &r)?;
-        self.start(now, s, r, stats);
         Ok(())
     }
 
@@ -575,10 +599,10 @@ impl Fabric {
     pub fn waits(&self, own: &[(bool, &Post)]) -> Vec<String> {
         let mut w = Vec::new();
         for send in [true, false] {
-            let table = if send { &self.sends } else { &self.recvs };
-            let mut lines: Vec<((u32, u32, u32), String)> = table
-                .iter()
-                .flat_map(|(k, q)| q.iter().map(move |p| (*k, wait_line(send, p))))
+            let mut lines: Vec<((u32, u32, u32), String)> = self
+                .posts
+                .waiting(send)
+                .map(|(k, p)| (k, wait_line(send, p)))
                 .collect();
             lines.extend(
                 own.iter()
@@ -608,6 +632,38 @@ mod tests {
             dims: dims.to_vec(),
             wrap: wrap.to_vec(),
         }
+    }
+
+    /// The one matcher pairs the oldest waiting partner under a key, keeps the others
+    /// waiting in posting order, and refuses a pair whose lengths differ.
+    #[test]
+    fn the_matcher_pairs_oldest_first_per_key() {
+        let post = |pc: u32, len: u64| Post {
+            chip: 0,
+            core: 0,
+            pc,
+            inst: format!("i{pc}"),
+            peer: 0,
+            tag: 7,
+            len,
+            signal: None,
+            race_id: 0,
+            space: Space::Vmem,
+            addr: 0,
+            data: Vec::new(),
+            posted: Cycle::ZERO,
+        };
+        let mut m = Matcher::<u32>::default();
+        assert!(m.post(7, true, post(1, 4)).unwrap().is_none());
+        assert!(m.post(7, true, post(2, 4)).unwrap().is_none());
+        assert!(m.post(8, false, post(3, 4)).unwrap().is_none());
+        let (s, r) = m.post(7, false, post(4, 4)).unwrap().expect("paired");
+        assert_eq!((s.pc, r.pc), (1, 4));
+        let sends: Vec<u32> = m.waiting(true).map(|(_, p)| p.pc).collect();
+        let recvs: Vec<(u32, u32)> = m.waiting(false).map(|(k, p)| (k, p.pc)).collect();
+        assert_eq!((sends, recvs), (vec![2], vec![(8, 3)]));
+        let e = m.post(7, false, post(5, 8)).unwrap_err();
+        assert!(e.contains("ici.recv of 8 bytes"), "{e}");
     }
 
     #[test]

@@ -107,6 +107,25 @@ impl Name {
     }
 }
 
+/// The name of the unit of an instruction in flight, formatted only when a report is built:
+/// a core's sequencer (`s.ld`/`s.st`, `core{c}.seq`) or a unit's name kept inline.
+#[derive(Clone, Copy, Debug)]
+pub enum UnitName {
+    /// The sequencer of core `c`.
+    Seq(u32),
+    /// A unit.
+    Unit(Name),
+}
+
+impl std::fmt::Display for UnitName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnitName::Seq(c) => write!(f, "core{c}.seq"),
+            UnitName::Unit(n) => f.write_str(n.as_str()),
+        }
+    }
+}
+
 impl std::fmt::Display for Name {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -135,8 +154,8 @@ pub struct Live {
     pub id: u64,
     /// Program counter.
     pub pc: u32,
-    /// Unit name, e.g. `core0.vpu`.
-    pub unit_name: Name,
+    /// Unit name, e.g. `core0.vpu` (formatted when a report is built).
+    pub unit_name: UnitName,
     /// The instruction (rendered as assembly in reports).
     pub inst: isa::Inst,
     /// HLO symbol, if any.
@@ -709,7 +728,7 @@ mod tests {
             dma,
             id: 0,
             pc: 0,
-            unit_name: Name::new(&format!("u{unit}")),
+            unit_name: UnitName::Unit(Name::new(&format!("u{unit}"))),
             inst: isa::Inst::Nop {},
             symbol: None,
             start,

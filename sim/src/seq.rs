@@ -282,7 +282,6 @@ impl Chip {
                         a,
                         pc,
                         dispatched: now,
-                        accesses: Default::default(),
                     });
                     core.outstanding += 1;
                     env.stats.add(core.seq_stats.dispatched, 1);
@@ -346,7 +345,7 @@ impl Chip {
             dma: false,
             id: races.next_id(),
             pc,
-            unit_name: crate::race::Name::new(&format!("core{c}.seq")),
+            unit_name: crate::race::UnitName::Seq(c as u32),
             inst,
             symbol: env.prog.symbol_arc(pc),
             start: now.get(),

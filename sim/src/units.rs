@@ -61,8 +61,6 @@ pub(crate) struct Derived {
     /// The VMEM bytes the instruction moves (the sum over its VMEM operands): what it books
     /// on the core's VMEM port.
     pub vmem_moved: u64,
-    /// The race check's view: every run, with whether it is written.
-    pub touches: crate::race::Touches,
 }
 
 impl Derived {
@@ -72,7 +70,16 @@ impl Derived {
             .filter(|t| t.use_.space == Space::Vmem)
             .map(|t| t.moved)
             .sum();
-        let touches = touched
+        Derived {
+            touched,
+            vmem_moved,
+        }
+    }
+
+    /// The race check's view: every run, with whether it is written (built only when races
+    /// are tracked).
+    pub fn touches(&self) -> crate::race::Touches {
+        self.touched
             .iter()
             .flat_map(|t| {
                 let write = t.use_.role.writes();
@@ -80,40 +87,52 @@ impl Derived {
                     .iter()
                     .map(move |&acc| crate::race::Touch { acc, write })
             })
-            .collect();
-        Derived {
-            touched,
-            vmem_moved,
-            touches,
-        }
+            .collect()
     }
 }
 
 /// [`Chip::derived_cache`](crate::chip::Chip): by pc, the operand values and derived accesses
-/// of the last command there whose accesses depend on nothing else.
+/// of the last command there whose accesses depend on nothing else. A slot is overwritten in
+/// place (its box reused), so a loop whose operands change allocates nothing per command.
 pub(crate) type DerivedCache = Vec<Option<([u64; 4], Box<Derived>)>>;
 
-/// `cmd`'s derived accesses (`isa::Inst::accesses` in `ctx`), worked out once per command:
-/// found in the chip's cache (`ctx.cache`: the same pc with the same operand values), or kept
-/// in `cmd.accesses` when no operand depends on memory contents (the VPU's shape, the VMEM
-/// port and the race check all read them; the front end then caches them); a data-dependent
-/// one is derived in each caller's `ctx` (the race check reads the functional VMEM's index
-/// tables).
-pub(crate) fn derived<'c>(cmd: &'c Cmd, ctx: &Ctx<'c>) -> std::borrow::Cow<'c, Derived> {
-    if let Some(v) = cmd.accesses.get() {
-        return std::borrow::Cow::Borrowed(v);
+/// Derives `cmd`'s accesses into `cache` (the front end, before the unit starts it) unless
+/// the slot of its pc already holds them for these operand values, or they depend on memory
+/// contents (a gathered operand: derived by each consumer, [`derived`]).
+pub(crate) fn cache_derived(cache: &mut DerivedCache, cmd: &Cmd, ctx: &Ctx<'_>) {
+    let pc = cmd.pc as usize;
+    if let Some(Some((a, _))) = cache.get(pc) {
+        if *a == cmd.a {
+            return;
+        }
     }
+    let v = cmd.inst.accesses(&cmd.a, ctx);
+    if !v.iter().all(|t| t.hull.is_some()) {
+        return;
+    }
+    if cache.len() <= pc {
+        cache.resize_with(pc + 1, || None);
+    }
+    match &mut cache[pc] {
+        Some((a, d)) => {
+            *a = cmd.a;
+            **d = Derived::new(v);
+        }
+        slot => *slot = Some((cmd.a, Box::new(Derived::new(v)))),
+    }
+}
+
+/// `cmd`'s derived accesses (`isa::Inst::accesses` in `ctx`): from the chip's cache
+/// (`ctx.cache`, filled by [`cache_derived`] when the front end takes the command), else (a
+/// data-dependent one) derived in the caller's `ctx` (the race check reads the functional
+/// VMEM's index tables).
+pub(crate) fn derived<'c>(cmd: &Cmd, ctx: &Ctx<'c>) -> std::borrow::Cow<'c, Derived> {
     if let Some(Some((a, d))) = ctx.cache.get(cmd.pc as usize) {
         if *a == cmd.a {
             return std::borrow::Cow::Borrowed(d);
         }
     }
-    let v = cmd.inst.accesses(&cmd.a, ctx);
-    if v.iter().all(|t| t.hull.is_some()) {
-        let d = cmd.accesses.get_or_init(|| Box::new(Derived::new(v)));
-        return std::borrow::Cow::Borrowed(d);
-    }
-    std::borrow::Cow::Owned(Derived::new(v))
+    std::borrow::Cow::Owned(Derived::new(cmd.inst.accesses(&cmd.a, ctx)))
 }
 
 /// What the derived accesses need beyond the instruction: the program's descriptors and
@@ -250,7 +269,7 @@ impl Chip {
                     waited = self.cores[c].units[u].blocked_sem.take().is_some();
                 }
             }
-            let mut cmd = self.cores[c].units[u]
+            let cmd = self.cores[c].units[u]
                 .q
                 .remove(pick)
                 .expect("the picked command is queued");
@@ -266,6 +285,14 @@ impl Chip {
                 None => 0,
             };
             self.next_dma_race_id = race_id;
+            {
+                let ctx = Ctx {
+                    prog: &env.prog.program,
+                    vmem: None,
+                    cache: &[],
+                };
+                cache_derived(&mut self.derived_cache, &cmd, &ctx);
+            }
             // VMEM bytes this command books on the core's port (trace counters).
             let granted = self.cores[c].vmem_port.granted();
             let st = match u {
@@ -285,7 +312,7 @@ impl Chip {
                         vmem: env.functional.then_some(&self.cores[c].vmem),
                         cache: &self.derived_cache,
                     };
-                    derived(&cmd, &ctx).touches.clone()
+                    derived(&cmd, &ctx).touches()
                 };
                 let live = crate::race::Live {
                     core: c as u32,
@@ -293,7 +320,9 @@ impl Chip {
                     dma: u == DMA || u == MXU0 + env.p.mxus,
                     id: race_id,
                     pc: cmd.pc,
-                    unit_name: crate::race::Name::new(&self.cores[c].units[u].name),
+                    unit_name: crate::race::UnitName::Unit(crate::race::Name::new(
+                        &self.cores[c].units[u].name,
+                    )),
                     inst: cmd.inst,
                     symbol: env.prog.symbol_arc(cmd.pc),
                     start: st.start.get(),
@@ -314,15 +343,6 @@ impl Chip {
                         self.race(msg)?;
                     }
                 }
-            }
-            // Keep the derived accesses for the next command of this pc with these operand
-            // values (a loop's body).
-            if let Some(d) = cmd.accesses.take() {
-                let pc = cmd.pc as usize;
-                if self.derived_cache.len() <= pc {
-                    self.derived_cache.resize_with(pc + 1, || None);
-                }
-                self.derived_cache[pc] = Some((cmd.a, d));
             }
             let unit = &mut self.cores[c].units[u];
             env.stats.add(unit.ops, 1);
@@ -560,7 +580,15 @@ impl Chip {
                 }
                 // VMEM: the input rows' bytes (derived accesses: a row a pattern repeats is
                 // fetched once), one row of k elements per cycle at most.
-                let t0 = self.cores[c].mxus[i].model.matmul_start(now);
+                // Not before the stores still reading its accumulator rows have read them.
+                let a_rows = p.mxu_acc_rows as u64;
+                let mx = &self.cores[c].mxus[i];
+                let t0 = mx.model.matmul_start(now).max(mx.acc_reads.ready(
+                    acc as u64 % a_rows,
+                    m as u64,
+                    a_rows,
+                    r + cols,
+                ));
                 let row = k as u64 * mode.bytes();
                 let moved = self.moved(env, cmd);
                 let end = self.cores[c].vmem_port.book(t0.get(), moved, row);
@@ -588,7 +616,6 @@ impl Chip {
                     mx.active_n = mx.shadow_n;
                 }
                 let done = t.complete();
-                let a_rows = p.mxu_acc_rows as u64;
                 mx.acc_busy
                     .record(now, acc as u64 % a_rows, m as u64, a_rows, done);
                 env.stats
@@ -634,7 +661,9 @@ impl Chip {
                     .book(start.get(), moved, n as u64 * 4);
                 let vmem_stall = (end - start.get()).saturating_sub(m as u64);
                 let dur = vmem_stall + m as u64;
-                self.cores[c].mxus[i].st_free = start + dur;
+                let mx = &mut self.cores[c].mxus[i];
+                mx.st_free = start + dur;
+                mx.acc_reads.record(now, cmd.a[1], m as u64, start + dur);
                 if env.functional {
                     let mut row_bytes = vec![0u8; n as usize * 4];
                     for rr in 0..m as u64 {

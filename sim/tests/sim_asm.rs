@@ -683,6 +683,33 @@ fn a_store_waits_only_for_the_matmuls_into_its_accumulator_rows() {
     );
 }
 
+/// docs/timing.md, MXU: a matmul into accumulator rows an earlier `mxu.st` is still reading
+/// does not overwrite a row before the store has read it. The store reads rows 0..48 (row `i`
+/// at `E − 48 + i`); the next matmul overwrites rows 24..64, so its row `j` (visible at
+/// `t + j + R + C`) replaces the store's row `24 + j` and must start at
+/// `t ≥ E − 48 + 24 − (R + C) + 1`, later than the array alone would allow.
+#[test]
+fn a_matmul_waits_for_the_store_reading_its_accumulator_rows() {
+    let a = mini();
+    assert!(a.mxu.acc_rows >= 64, "test design: 64 accumulator rows");
+    let d = Doc::new(&a);
+    let prog = "    mxu.ldw [s0+0], mxu=0, k=8, n=8, stride=8, mode=int8\n    mxu.matmul [s0+64], acc[s0+0], mxu=0, m=64, k=8, stride=8, mode=int8, accumulate=0\n    mxu.st [s0+4096], acc[s0+0], mxu=0, m=48, n=8, stride=32\n    mxu.matmul [s0+64], acc[s0+24], mxu=0, m=40, k=8, stride=8, mode=int8, accumulate=0\n    halt\n";
+    // load at 0; the first matmul streams from 1 and completes at S = 1 + 64 − 1 + R + C, when
+    // the store starts; it ends at E = S + st(48, 8).
+    let s = 1 + 64 - 1 + d.r + d.c;
+    let e = s + d.st(48, 8);
+    let t = (1 + 64).max(s).max(e - 48 + 24 + 1 - (d.r + d.c));
+    assert!(
+        t > s,
+        "test design: the store's read of row 24 + j is later than row j could land"
+    );
+    let want = e.max(t + 40 - 1 + d.r + d.c);
+    for functional in [true, false] {
+        let (_, cycles) = run(prog, &a, functional, None);
+        assert_eq!(cycles, want, "functional={functional}");
+    }
+}
+
 /// docs/timing.md, VMEM port: infeed and outfeed book their VMEM bytes too. A long VPU stream
 /// that takes the whole port holds back an infeed (which drains into VMEM at the port's full
 /// rate from `max(start, arrival − ⌈len / cap⌉)`) and an outfeed (at the link's rate `⌈bw⌉`

@@ -12,7 +12,7 @@
 //! exactly one wait. Several pending producers a new instruction conflicts with share one
 //! semaphore and one `sem.wait semK, n=k` (fan-in). Of the free semaphores a producer gets the
 //! one waited most recently before it was issued (best fit), keeping those free since earlier
-//! for producers issued earlier. Instructions of one MXU or of the VPU are ordered by their
+//! for producers issued earlier; unit-side waits (below) choose by the same policy. Instructions of one MXU or of the VPU are ordered by their
 //! queue (the ISA guarantees each sees the effects of the earlier ones) and need nothing. If
 //! no semaphore is free, a `fence` orders everything.
 //!
@@ -245,11 +245,11 @@ impl Emitter {
         }
         let n = ks.len() as u32;
         let first = ks.iter().map(|&k| self.pending[k].pc).min()?;
-        let s = (0..POOL).find(|&s| {
-            let free =
-                self.held & (1 << s) == 0 && matches!(self.sem_free[s], Some(at) if at <= first);
+        // The sequencer's policy (best fit), among the semaphores whose count fits.
+        let s = self.free_sem_where(first, |s| {
             let count = self.wait_count[s];
-            free && (count == n || count == 0 && (n == 1) != COUNTED.contains(&(s as u8)))
+            self.held & (1 << s) == 0
+                && (count == n || count == 0 && (n == 1) != COUNTED.contains(&(s as u8)))
         })?;
         let sem = Some(Sem(s as u8));
         for &k in &ks {
@@ -282,107 +282,81 @@ impl Emitter {
     }
 
     /// Waits (on the sequencer) until the pending instructions `ks` (ascending) have
-    /// completed: one semaphore that each of them signals and one `sem.wait` for all (fan-in),
-    /// or a fence if no semaphore is free for the oldest.
-    fn sync_all(&mut self, ks: &[usize]) {
-        match ks {
-            [] => {}
-            [k] => {
-                self.sync(*k);
-            }
-            _ => {
-                let pc = ks.iter().map(|&k| self.pending[k].pc).min().unwrap_or(0);
-                let Some(s) = self.free_sem(pc) else {
-                    self.fence();
-                    return;
-                };
-                let mut n = 0;
-                let mut held = 0u32;
-                for &k in ks.iter().rev() {
-                    let p = self.pending.remove(k);
-                    debug_assert!(p.sem.is_none());
-                    held |= p.holds;
-                    let patched = self
-                        .b
-                        .inst_mut(p.pc)
-                        .map(|i| i.set_sync("signal", Some(Sem(s as u8))))
-                        .unwrap_or(false);
-                    if !patched {
-                        // Cannot happen for unit instructions; stay correct anyway: consume the
-                        // signals given so far, then order everything.
-                        if n > 0 {
-                            self.b.emit(Inst::SemWait {
-                                sem: Sem(s as u8),
-                                n,
-                            });
-                        }
-                        self.fence();
-                        return;
-                    }
-                    n += 1;
-                }
-                let at = self.b.emit(Inst::SemWait {
-                    sem: Sem(s as u8),
-                    n,
-                });
-                self.sem_free[s] = Some(at);
-                for h in 0..SEMS {
-                    if held & (1 << h) != 0 {
-                        // A copy among them waited on `h` before it completed.
-                        self.sem_free[h] = Some(at);
-                    }
-                }
-                self.stats.waits += 1;
-            }
-        }
-    }
-
-    /// The pool semaphore to give a producer issued at `pc` (free since before it), if any.
-    fn free_sem(&self, pc: u32) -> Option<usize> {
-        // Best fit: the semaphore waited most recently before the producer was issued, so
-        // those free since earlier stay for producers issued earlier.
-        self.sem_free[..POOL]
-            .iter()
-            .enumerate()
-            .filter_map(|(s, f)| f.filter(|&at| at <= pc).map(|at| (at, s)))
-            .max_by_key(|&(at, s)| (at, std::cmp::Reverse(s)))
-            .map(|(_, s)| s)
-    }
-
-    /// Waits (on the sequencer) until pending instruction `k` has completed; returns true if
-    /// that took a fence (every pending instruction is then complete).
-    fn sync(&mut self, k: usize) -> bool {
-        let pc = self.pending[k].pc;
+    /// completed: one semaphore that each of them signals and one `sem.wait semK, n=k` for all
+    /// (fan-in; `n=1` for one), or a fence if no semaphore is free for the oldest. Returns true
+    /// if that took a fence (every pending instruction is then complete).
+    fn sync_all(&mut self, ks: &[usize]) -> bool {
+        let Some(pc) = ks.iter().map(|&k| self.pending[k].pc).min() else {
+            return false;
+        };
         let Some(s) = self.free_sem(pc) else {
             self.fence();
             return true;
         };
-        let p = self.pending.remove(k);
-        debug_assert!(p.sem.is_none());
-        let held = p.holds;
-        let patched = self
-            .b
-            .inst_mut(p.pc)
-            .map(|i| i.set_sync("signal", Some(Sem(s as u8))))
-            .unwrap_or(false);
-        if !patched {
-            // Cannot happen for unit instructions; stay correct anyway.
-            self.fence();
-            return true;
+        let mut n = 0;
+        let mut held = 0u32;
+        for &k in ks.iter().rev() {
+            let p = self.pending.remove(k);
+            debug_assert!(p.sem.is_none());
+            held |= p.holds;
+            let patched = self
+                .b
+                .inst_mut(p.pc)
+                .map(|i| i.set_sync("signal", Some(Sem(s as u8))))
+                .unwrap_or(false);
+            if !patched {
+                // Cannot happen for unit instructions; stay correct anyway: consume the
+                // signals given so far, then order everything.
+                if n > 0 {
+                    self.b.emit(Inst::SemWait {
+                        sem: Sem(s as u8),
+                        n,
+                    });
+                }
+                self.fence();
+                return true;
+            }
+            n += 1;
         }
         let at = self.b.emit(Inst::SemWait {
             sem: Sem(s as u8),
-            n: 1,
+            n,
         });
         self.sem_free[s] = Some(at);
         for h in 0..SEMS {
             if held & (1 << h) != 0 {
-                // The instruction (or one it covers) waited on `h` before it completed.
+                // An instruction among them (or one it covers) waited on `h` before it
+                // completed.
                 self.sem_free[h] = Some(at);
             }
         }
         self.stats.waits += 1;
         false
+    }
+
+    /// The pool semaphore to give a producer issued at `pc` (free since before it), if any.
+    fn free_sem(&self, pc: u32) -> Option<usize> {
+        self.free_sem_where(pc, |_| true)
+    }
+
+    /// The one policy for handing out a pool semaphore, for the sequencer's waits and the
+    /// unit-side ones: of those free since before `pc` that `ok` accepts, best fit (the one
+    /// waited most recently before the producer was issued, so those free since earlier stay
+    /// for producers issued earlier; the lowest number among equals).
+    fn free_sem_where(&self, pc: u32, ok: impl Fn(usize) -> bool) -> Option<usize> {
+        self.sem_free[..POOL]
+            .iter()
+            .enumerate()
+            .filter(|&(s, _)| ok(s))
+            .filter_map(|(s, f)| f.filter(|&at| at <= pc).map(|at| (at, s)))
+            .max_by_key(|&(at, s)| (at, std::cmp::Reverse(s)))
+            .map(|(_, s)| s)
+    }
+
+    /// Waits (on the sequencer) until pending instruction `k` has completed ([`Self::sync_all`]
+    /// of one); returns true if that took a fence.
+    fn sync(&mut self, k: usize) -> bool {
+        self.sync_all(&[k])
     }
 
     /// Waits for every issued instruction. Afterwards every semaphore is 0 (each signal the
@@ -648,6 +622,33 @@ mod tests {
         let p = e.finish().unwrap();
         let decl = p.sem_decl(k);
         assert_eq!((decl.wait, decl.signal, decl.shared), (2, 1, false));
+    }
+
+    /// A unit-side wait hands out its semaphore by the sequencer's policy (best fit): with
+    /// semaphore 0 free since an earlier sequencer wait than semaphore 1, a copy whose producer
+    /// was issued after both gets the one `free_sem` gives a sequencer wait for that producer,
+    /// not the lowest free number (first fit).
+    #[test]
+    fn a_unit_side_wait_picks_its_semaphore_like_the_sequencer() {
+        let mut e = Emitter::new();
+        st(&mut e, 0, 0);
+        st(&mut e, 1, 64);
+        // Overwriting each store's bytes from another MXU: two sequencer waits, in order.
+        st(&mut e, 2, 0);
+        let p = st(&mut e, 3, 64);
+        assert_eq!(e.stats.waits, 2);
+        let want = e.free_sem(p).expect("a semaphore is free for the producer");
+        let first_fit = (0..POOL).find(|&s| matches!(e.sem_free[s], Some(at) if at <= p));
+        assert_ne!(
+            Some(want),
+            first_fit,
+            "test design: the policies differ here"
+        );
+        e.unit_waits = true;
+        let copy = e.unit(dma(4096, 0), Queue::Dma, &[Access::vmem(64, 64)], &[]);
+        let (w, _) = e.b.inst_mut(copy).unwrap().sync();
+        assert_eq!(w, Some(Sem(want as u8)), "the copy waits itself, best fit");
+        assert_eq!(e.b.inst_mut(p).unwrap().sync().1, Some(Sem(want as u8)));
     }
 
     fn dma(dst: u64, src: u64) -> Inst {

@@ -18,7 +18,7 @@
 
 use super::movement::strides;
 use super::{Buf, Lowerer, Val};
-use crate::error::CResult;
+use crate::error::{CResult, CompileError};
 use hlo::{ElementType, InstId, Opcode};
 
 /// Largest value of an integer type, as u64.
@@ -69,7 +69,13 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     if !ind.ty.is_integer() {
         return Err(l.unsupported(format!("gather with {} indices", ind.ty)));
     }
-    let geo = hlo::indexing::GatherGeometry::resolve(&inst.attrs, &a.dims, &ind.dims, &out_dims)
+    let shape = |o: usize| {
+        l.comp().insts[inst.operands[o]]
+            .shape
+            .as_array()
+            .ok_or_else(|| CompileError::Internal("gather of a tuple".into()))
+    };
+    let geo = hlo::indexing::GatherGeometry::resolve(&inst.attrs, shape(0)?, shape(1)?, &out_dims)
         .map_err(|e| {
             l.unsupported(format!(
                 "gather whose attributes do not match its shapes: {e}"

@@ -14,14 +14,7 @@ use hlo::{InstId, Opcode};
 use isa::Space;
 use isa::{DType, Inst};
 
-/// Row-major strides of `dims` (in elements).
-pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * dims[i + 1];
-    }
-    s
-}
+pub(crate) use hlo::shape::strides;
 
 /// Calls `f(index, flat)` for every index of `dims` in row-major order.
 fn for_each_index(dims: &[usize], mut f: impl FnMut(&[usize], usize)) {

@@ -40,7 +40,7 @@ use super::gather::{each_index, int_max};
 use super::movement::strides;
 use super::reduce::{red_op, reducer_op};
 use super::{Buf, Lowerer, Val, VPU_CHUNK};
-use crate::error::CResult;
+use crate::error::{CResult, CompileError};
 use hlo::{ComparisonDirection, ElementType, InstId, Opcode};
 use isa::{Inst, RedOp, SReg, Target};
 
@@ -138,8 +138,15 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     }
     let a = &operands[0];
     let u = &updates[0];
-    let geo = hlo::indexing::ScatterGeometry::resolve(&inst.attrs, &a.dims, &ind.dims, &u.dims)
-        .map_err(|e| {
+    let shape = |o: usize| {
+        l.comp().insts[inst.operands[o]]
+            .shape
+            .as_array()
+            .ok_or_else(|| CompileError::Internal("scatter of a tuple".into()))
+    };
+    let geo =
+        hlo::indexing::ScatterGeometry::resolve(&inst.attrs, shape(0)?, shape(n)?, shape(n + 1)?)
+            .map_err(|e| {
             l.unsupported(format!(
                 "scatter whose attributes do not match its shapes: {e}"
             ))

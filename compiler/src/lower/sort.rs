@@ -292,17 +292,14 @@ fn lower_topk(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     let inst = &l.comp().insts[h];
     let a = l.arr(inst.operands[0])?;
     l.vty(a.ty)?;
-    let hlo::View::TopK { largest, .. } = inst.view() else {
+    let hlo::View::TopK { k, largest } = inst.view() else {
         return Err(CompileError::Internal("topk without its view".into()));
     };
     let Some(&n) = a.dims.last() else {
         return Err(l.unsupported("topk of a scalar"));
     };
-    let hlo::View::TopK { k, .. } = inst.view() else {
-        return Err(l.unsupported("topk with k out of range"));
-    };
-    let k = k
-        .and_then(|k| usize::try_from(k).ok())
+    let k = usize::try_from(k)
+        .ok()
         .filter(|&k| k <= n)
         .ok_or_else(|| l.unsupported("topk with k out of range"))?;
     let mut dims = a.dims.clone();

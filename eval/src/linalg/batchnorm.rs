@@ -37,9 +37,10 @@ fn layout(x: &ArrayLiteral, attrs: &Attrs, op: &str) -> KResult<Layout> {
     let fi = match hlo::View::of(hlo::Opcode::BatchNormInference, attrs) {
         hlo::View::BatchNorm { feature_index, .. } => feature_index,
         _ => {
-            return Err(KernelError::invalid(format!(
-                "{op}: feature_index missing or negative"
-            )))
+            return Err(KernelError::malformed(
+                hlo::Opcode::BatchNormInference,
+                attrs,
+            ))
         }
     };
     if fi >= x.dims.len() {
@@ -73,8 +74,8 @@ fn per_feature(
 }
 
 fn epsilon(attrs: &Attrs) -> f64 {
-    // The same epsilon for the three opcodes: the view's default. Only called after `layout`,
-    // which returned an error unless the view is `BatchNorm`.
+    // The same epsilon for the three opcodes (required: the view is malformed without it).
+    // Only called after `layout`, which returned an error unless the view is `BatchNorm`.
     match hlo::View::of(hlo::Opcode::BatchNormInference, attrs) {
         hlo::View::BatchNorm { epsilon, .. } => epsilon as f64,
         _ => 0.0,

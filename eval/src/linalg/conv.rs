@@ -131,7 +131,7 @@ fn geometry(lhs: &[usize], rhs: &[usize], attrs: &Attrs, p: &Perms) -> KResult<G
     let in_sp: Vec<usize> = p.lhs[1..=ns].iter().map(|&d| lhs[d]).collect();
     let k_sp: Vec<usize> = p.rhs[..ns].iter().map(|&d| rhs[d]).collect();
     let hlo::View::Convolution(view) = hlo::View::of(hlo::Opcode::Convolution, attrs) else {
-        return Err(KernelError::invalid("convolution: no dim_labels"));
+        return Err(KernelError::malformed(hlo::Opcode::Convolution, attrs));
     };
     // No window: one window dimension per kernel dimension, of the kernel's size.
     let win: Vec<WindowDim> = if view.window.is_empty() {
@@ -203,7 +203,7 @@ pub fn convolution(
     out: &ArrayShape,
 ) -> KResult<ArrayLiteral> {
     let hlo::View::Convolution(view) = hlo::View::of(hlo::Opcode::Convolution, attrs) else {
-        return Err(KernelError::invalid("convolution: missing dim_labels"));
+        return Err(KernelError::malformed(hlo::Opcode::Convolution, attrs));
     };
     let labels = view.dims;
     let p = perms(labels, lhs.dims.len(), rhs.dims.len(), out.rank())?;

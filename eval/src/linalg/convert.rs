@@ -266,14 +266,7 @@ fn from_f64_iter(
     })
 }
 
-/// Row-major strides of `dims`.
-pub fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
-    for d in (0..dims.len().saturating_sub(1)).rev() {
-        s[d] = s[d + 1] * dims[d + 1];
-    }
-    s
-}
+pub use hlo::shape::strides;
 
 /// Checks that a computed result shape equals the declared one (dims and element type).
 pub fn check_result(

@@ -64,7 +64,7 @@ impl CustomCallRegistry {
     /// Evaluates a custom-call instruction.
     pub fn call(&self, inst: &Instruction, operands: &[&Literal]) -> EResult<Literal> {
         let hlo::View::CustomCall { target } = inst.view() else {
-            return Err(EvalError::invalid("custom-call without custom_call_target"));
+            return Err(EvalError::malformed(inst));
         };
         match self.map.get(target) {
             Some(f) => {

@@ -18,6 +18,14 @@ impl KernelError {
     pub(crate) fn invalid(msg: impl Into<String>) -> KernelError {
         KernelError::Invalid(msg.into())
     }
+    /// `attrs` do not make `op`'s view: the message names the attribute
+    /// [`hlo::View::Malformed`] names.
+    pub(crate) fn malformed(op: hlo::Opcode, attrs: &hlo::Attrs) -> KernelError {
+        KernelError::Invalid(crate::error::malformed_message(
+            op,
+            hlo::View::of(op, attrs),
+        ))
+    }
     pub(crate) fn unsupported(msg: impl Into<String>) -> KernelError {
         KernelError::NotSupported(msg.into())
     }

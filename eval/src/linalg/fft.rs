@@ -29,7 +29,7 @@ pub fn fft(x: &ArrayLiteral, attrs: &Attrs, out: &ArrayShape) -> KResult<ArrayLi
         fft_length: lens,
     } = hlo::View::of(hlo::Opcode::Fft, attrs)
     else {
-        return Err(KernelError::invalid("fft: missing fft_type"));
+        return Err(KernelError::malformed(hlo::Opcode::Fft, attrs));
     };
     let rank = x.dims.len();
     if lens.is_empty() || lens.len() > 3 || lens.len() > rank {

@@ -198,7 +198,7 @@ pub fn rng(
     st: &mut RngState,
 ) -> KResult<ArrayLiteral> {
     let hlo::View::Rng { distribution: dist } = hlo::View::of(hlo::Opcode::Rng, attrs) else {
-        return Err(KernelError::invalid("rng: missing distribution"));
+        return Err(KernelError::malformed(hlo::Opcode::Rng, attrs));
     };
     let [p, q] = ops else {
         return Err(KernelError::invalid("rng: needs two scalar operands"));

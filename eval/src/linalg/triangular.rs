@@ -104,7 +104,7 @@ pub fn triangular_solve(
     out: &ArrayShape,
 ) -> KResult<ArrayLiteral> {
     let hlo::View::TriangularSolve(o) = hlo::View::of(hlo::Opcode::TriangularSolve, attrs) else {
-        return Err(KernelError::invalid("triangular-solve: missing options"));
+        return Err(KernelError::malformed(hlo::Opcode::TriangularSolve, attrs));
     };
     let (ra, rb) = (a.dims.len(), b.dims.len());
     if ra < 2

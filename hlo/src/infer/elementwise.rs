@@ -6,7 +6,7 @@ use super::{array, unsupported, Args, InferResult};
 use crate::attrs::{ComparisonDirection, ComparisonType};
 use crate::opcode::Opcode;
 use crate::shape::{ArrayShape, Shape};
-use crate::types::{ElementType, TypeKind};
+use crate::types::ElementType;
 
 /// Which element types an elementwise op is defined for.
 fn type_ok(op: Opcode, t: ElementType) -> Option<&'static str> {
@@ -136,12 +136,12 @@ pub(super) fn binary(a: &Args) -> InferResult {
     Ok(array(ty, x.dims.clone(), Some(dynamic)))
 }
 
-/// The comparison type an element type is compared with by default, and the ones allowed.
-fn comparison_types(t: ElementType) -> &'static [ComparisonType] {
-    match t.kind() {
-        TypeKind::Float | TypeKind::Complex => &[ComparisonType::Float, ComparisonType::TotalOrder],
-        TypeKind::Signed => &[ComparisonType::Signed],
-        TypeKind::Unsigned | TypeKind::Pred => &[ComparisonType::Unsigned],
+/// The comparison types an element type allows: its default
+/// ([`crate::view::default_comparison_type`]) and, for floating point, TOTALORDER.
+fn comparison_types(t: ElementType) -> Vec<ComparisonType> {
+    match crate::view::default_comparison_type(t) {
+        ComparisonType::Float => vec![ComparisonType::Float, ComparisonType::TotalOrder],
+        d => vec![d],
     }
 }
 

@@ -3,11 +3,28 @@
 //! `input_batching_dims`/`scatter_indices_batching_dims`).
 
 use super::{array, check_reducer, dims_in_range, Args, InferResult};
+use crate::attrs::Attrs;
+use crate::opcode::Opcode;
 use crate::shape::{ArrayShape, Shape};
+
+/// The gather or scatter whose rules are checked: its opcode (for messages and the attribute
+/// names) and attributes.
+#[derive(Clone, Copy)]
+struct Op<'a> {
+    op: Opcode,
+    attrs: &'a Attrs,
+}
+
+impl<'a> Op<'a> {
+    fn req<T>(&self, v: &'a Option<T>, name: &str) -> InferResult<&'a T> {
+        v.as_ref()
+            .ok_or_else(|| format!("{} requires attribute {name}=", self.op))
+    }
+}
 
 /// Checks `index_vector_dim` against the indices and returns (index vector size, the batch
 /// dimensions of the indices in order).
-fn index_layout(a: &Args, idx: &ArrayShape, what: &str) -> InferResult<(i64, Vec<usize>)> {
+fn index_layout(a: Op, idx: &ArrayShape, what: &str) -> InferResult<(i64, Vec<usize>)> {
     if !idx.ty.is_integer() {
         return Err(format!(
             "{} {what} must have an integer element type, got {idx}",
@@ -28,14 +45,14 @@ fn index_layout(a: &Args, idx: &ArrayShape, what: &str) -> InferResult<(i64, Vec
 
 /// Checks the batching dimension pair (operand side, indices side).
 fn batching(
-    a: &Args,
+    a: Op,
     x: &ArrayShape,
     idx: &ArrayShape,
     names: (&str, &str),
 ) -> InferResult<(Vec<usize>, Vec<usize>)> {
     let (op_rank, idx_rank) = (x.rank(), idx.rank());
     let none = Vec::new();
-    let (ob, ib) = if a.op == crate::opcode::Opcode::Gather {
+    let (ob, ib) = if a.op == Opcode::Gather {
         (
             &a.attrs.operand_batching_dims,
             &a.attrs.start_indices_batching_dims,
@@ -97,8 +114,22 @@ fn index_map(ds: &[i64], rank: usize, size: i64, batch: &[usize], what: &str) ->
 
 pub(super) fn gather(a: &Args) -> InferResult {
     let (x, idx) = (a.array(0)?, a.array(1)?);
+    let dims = gather_dims(a.attrs, x, idx)?;
+    if x.is_dynamic() || idx.is_dynamic() {
+        return Err(super::unsupported("gather of dynamic shapes"));
+    }
+    Ok(array(x.ty, dims, None))
+}
+
+/// The verifier's gather rules (the dimension numbers against operand `x` and start indices
+/// `idx`): the result dimensions, or the first rule broken. Shape inference and
+/// [`crate::indexing::GatherGeometry::resolve`] both check through it.
+pub(crate) fn gather_dims(at: &Attrs, x: &ArrayShape, idx: &ArrayShape) -> InferResult<Vec<i64>> {
+    let a = Op {
+        op: Opcode::Gather,
+        attrs: at,
+    };
     let (vsize, batch_dims) = index_layout(a, idx, "start indices")?;
-    let at = a.attrs;
     let none = Vec::new();
     let collapsed = dims_in_range(
         at.collapsed_slice_dims.as_ref().unwrap_or(&none),
@@ -175,10 +206,7 @@ pub(super) fn gather(a: &Args) -> InferResult {
             bi += 1;
         }
     }
-    if x.is_dynamic() || idx.is_dynamic() {
-        return Err(super::unsupported("gather of dynamic shapes"));
-    }
-    Ok(array(x.ty, dims, None))
+    Ok(dims)
 }
 
 pub(super) fn scatter(a: &Args) -> InferResult {
@@ -211,9 +239,38 @@ pub(super) fn scatter(a: &Args) -> InferResult {
             ));
         }
     }
-    let u = ups[0];
+    scatter_check(a.attrs, x, idx, ups[0])?;
+    let tys: Vec<_> = ops.iter().map(|o| o.ty).collect();
+    let sig = a.comp(a.attrs.to_apply, "to_apply")?;
+    check_reducer(&sig, &tys, "scatter to_apply")?;
+    if xs.iter().any(|s| s.is_dynamic()) {
+        return Err(super::unsupported("scatter of dynamic shapes"));
+    }
+    let out: Vec<Shape> = ops
+        .iter()
+        .map(|o| array(o.ty, o.dims.clone(), None))
+        .collect();
+    Ok(if out.len() == 1 {
+        out.into_iter().next().expect("one")
+    } else {
+        Shape::Tuple(out)
+    })
+}
+
+/// The verifier's scatter rules (the dimension numbers against operand `x`, indices `idx`
+/// and updates `u`), or the first rule broken. Shape inference and
+/// [`crate::indexing::ScatterGeometry::resolve`] both check through it.
+pub(crate) fn scatter_check(
+    at: &Attrs,
+    x: &ArrayShape,
+    idx: &ArrayShape,
+    u: &ArrayShape,
+) -> InferResult<()> {
+    let a = Op {
+        op: Opcode::Scatter,
+        attrs: at,
+    };
     let (vsize, scatter_dims) = index_layout(a, idx, "indices")?;
-    let at = a.attrs;
     let none = Vec::new();
     let uwd = dims_in_range(
         at.update_window_dims.as_ref().unwrap_or(&none),
@@ -285,19 +342,5 @@ pub(super) fn scatter(a: &Args) -> InferResult {
             ));
         }
     }
-    let tys: Vec<_> = ops.iter().map(|o| o.ty).collect();
-    let sig = a.comp(at.to_apply, "to_apply")?;
-    check_reducer(&sig, &tys, "scatter to_apply")?;
-    if xs.iter().any(|s| s.is_dynamic()) {
-        return Err(super::unsupported("scatter of dynamic shapes"));
-    }
-    let out: Vec<Shape> = ops
-        .iter()
-        .map(|o| array(o.ty, o.dims.clone(), None))
-        .collect();
-    Ok(if out.len() == 1 {
-        out.into_iter().next().expect("one")
-    } else {
-        Shape::Tuple(out)
-    })
+    Ok(())
 }

@@ -25,7 +25,7 @@ mod collective;
 mod control;
 mod dotconv;
 mod elementwise;
-mod gather;
+pub(crate) mod gather;
 mod groups;
 mod misc;
 #[cfg(test)]
