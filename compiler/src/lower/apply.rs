@@ -109,9 +109,15 @@ impl Lowerer<'_> {
 
     /// `p ? a : b` element-wise.
     pub(crate) fn vsel(&mut self, p: &Buf, a: &Buf, b: &Buf) -> CResult<Buf> {
-        let t = self.vty(a.ty)?;
         let out = self.tmp(a.ty, a.dims.clone())?;
-        self.vpu_map(&out, &[p, a, b], &mut |d, s, n| Inst::VSelect {
+        self.select_into(&out, p, a, b)?;
+        Ok(out)
+    }
+
+    /// `out = p ? a : b` element-wise (`p`, `a`, `b` and `out` of one element count).
+    pub(crate) fn select_into(&mut self, out: &Buf, p: &Buf, a: &Buf, b: &Buf) -> CResult<()> {
+        let t = self.vty(a.ty)?;
+        self.vpu_map(out, &[p, a, b], &mut |d, s, n| Inst::VSelect {
             dst: d,
             p: s[0],
             a: s[1],
@@ -121,7 +127,7 @@ impl Lowerer<'_> {
             wait: None,
             signal: None,
         });
-        Ok(out)
+        Ok(())
     }
 
     /// The total-order key of a float array (a signed integer array of the same width).

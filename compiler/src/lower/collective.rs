@@ -260,6 +260,20 @@ fn split3(dims: &[usize], d: usize) -> (usize, usize, usize) {
 }
 
 impl Lowerer<'_> {
+    /// Holds the fan-out semaphores for `lanes` ring lanes and declares them `signal=2` (a
+    /// step's transfer and combine both wait for one signal of the step before).
+    fn take_fanout(&mut self, lanes: usize) {
+        self.e.hold_fanout();
+        for &sem in FANOUT_SEMS.iter().take(lanes) {
+            self.e.b.declare_sem(SemDecl {
+                sem,
+                wait: 1,
+                signal: 2,
+                shared: false,
+            });
+        }
+    }
+
     fn replica_id(&mut self, h: InstId) -> CResult<Val> {
         self.chip_coord(
             h,
@@ -2206,15 +2220,7 @@ impl Lowerer<'_> {
             }
         };
         // Shared with the all-reduces in flight (see `ring_all_reduce_async`).
-        self.e.hold_fanout();
-        for (i, _) in lanes.iter().enumerate() {
-            self.e.b.declare_sem(SemDecl {
-                sem: FANOUT_SEMS[i],
-                wait: 1,
-                signal: 2,
-                shared: false,
-            });
-        }
+        self.take_fanout(lanes.len());
         self.e.seq_write(stage.access());
         self.e.seq_write(out.access());
         for l in lanes {
@@ -2321,15 +2327,7 @@ impl Lowerer<'_> {
         // starts its commands in order, so a later all-reduce's first combine signals only
         // after every wait of the earlier ones' steps has taken its signal (each all-reduce
         // leaves them at 0).
-        self.e.hold_fanout();
-        for (i, _) in lanes.iter().enumerate() {
-            self.e.b.declare_sem(SemDecl {
-                sem: FANOUT_SEMS[i],
-                wait: 1,
-                signal: 2,
-                shared: false,
-            });
-        }
+        self.take_fanout(lanes.len());
         // What was issued before and touches the collective's memory completes first.
         self.e
             .seq_write(work.with_dims(vec![work.elems() as usize]).access());

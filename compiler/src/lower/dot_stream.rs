@@ -22,7 +22,6 @@ use super::dot::{emit_op, MxuOp};
 use super::emit::{Access, Queue};
 use super::{Lowerer, Val};
 use crate::error::{CResult, CompileError};
-use crate::io::Slot;
 use arch::MxuDtype;
 use hlo::{ElementType, InstId};
 use isa::{Inst, Space};
@@ -930,9 +929,8 @@ impl Lowerer<'_> {
         // Read from HBM only: their VMEM buffers may move out to make room.
         self.untouch(&inst.operands);
         let (ty, dims) = self.out_shape(h)?;
-        let slot = Slot { addr: 0, ty, dims };
-        let addr = self.hbm_slot(slot.bytes(), &inst.name)?;
-        let slot = Slot { addr, ..slot };
+        let slot = self.hbm_array(ty, dims, &inst.name)?;
+        let addr = slot.addr;
         let sd = Streamed::Dot(StreamDot {
             name: inst.name.clone(),
             lhs,

@@ -272,24 +272,14 @@ pub(crate) fn compute_into(l: &mut Lowerer<'_>, h: InstId, out: &Buf, args: &[Bu
             l.cmp_into(out, dir, a, b, total)
         }
         Opcode::Select => {
-            let (a, b) = (&args[1], &args[2]);
-            let t = l.vty(a.ty)?;
+            let a = &args[1];
             let splat = args[0].elems() == 1 && a.elems() != 1;
             let p = if splat {
                 l.splat(&args[0], a.elems())?
             } else {
                 args[0].clone()
             };
-            l.vpu_map(out, &[&p, a, b], &mut |d, s, n| Inst::VSelect {
-                dst: d,
-                p: s[0],
-                a: s[1],
-                b: s[2],
-                n,
-                t,
-                wait: None,
-                signal: None,
-            });
+            l.select_into(out, &p, a, &args[2])?;
             if splat {
                 l.release(&p);
             }

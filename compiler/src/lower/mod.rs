@@ -998,6 +998,18 @@ impl<'a> Lowerer<'a> {
         });
     }
 
+    /// A new HBM slot for an array of `ty` and `dims`, named `what` in errors.
+    pub(crate) fn hbm_array(
+        &mut self,
+        ty: ElementType,
+        dims: Vec<usize>,
+        what: &str,
+    ) -> CResult<Slot> {
+        let slot = Slot { addr: 0, ty, dims };
+        let addr = self.hbm_slot(slot.bytes(), what)?;
+        Ok(Slot { addr, ..slot })
+    }
+
     pub(crate) fn hbm_slot(&mut self, bytes: u64, what: &str) -> CResult<u64> {
         self.hbm.alloc(bytes).ok_or_else(|| {
             self.too_large(format!(
@@ -1093,13 +1105,8 @@ impl<'a> Lowerer<'a> {
                     dtype(a.ty)
                         .ok_or_else(|| self.unsupported(format!("element type {}", a.ty)))?;
                 }
-                let slot = Slot {
-                    addr: 0,
-                    ty: a.ty,
-                    dims: a.udims(),
-                };
-                let addr = self.hbm_slot(slot.bytes(), name)?;
-                let slot = Slot { addr, ..slot };
+                let slot = self.hbm_array(a.ty, a.udims(), name)?;
+                let addr = slot.addr;
                 let lu = self.last_use[p.index()];
                 // One that does not fit next to those before it starts spilled.
                 let val = match self.try_buf_until(lu, a.ty, a.udims())? {
@@ -1198,13 +1205,7 @@ impl<'a> Lowerer<'a> {
         let a = shape
             .as_array()
             .ok_or_else(|| CompileError::Internal("streamed operand is not an array".into()))?;
-        let slot = Slot {
-            addr: 0,
-            ty: a.ty,
-            dims: a.udims(),
-        };
-        let addr = self.hbm_slot(slot.bytes(), name)?;
-        let slot = Slot { addr, ..slot };
+        let slot = self.hbm_array(a.ty, a.udims(), name)?;
         Ok((Place::Array(slot.clone()), Val::Hbm(slot)))
     }
 
@@ -1226,8 +1227,7 @@ impl<'a> Lowerer<'a> {
         let rhs = slot(&self.hbm_home[inst.operands[1].index()])?;
         let (ty, dims) = self.out_shape(h)?;
         if inst.opcode == Opcode::Convolution {
-            let out = Slot { addr: 0, ty, dims };
-            let addr = self.hbm_slot(out.bytes(), &inst.name)?;
+            let addr = self.hbm_array(ty, dims, &inst.name)?.addr;
             return conv::StreamConv::new(self, h, lhs.addr, rhs.addr, addr)
                 .map(dot_stream::Streamed::Conv)
                 .ok_or_else(|| CompileError::Internal("streamed convolution has no plan".into()));
@@ -1282,8 +1282,7 @@ impl<'a> Lowerer<'a> {
             v = u;
         }
         let (ty, dims) = self.out_shape(v)?;
-        let out = Slot { addr: 0, ty, dims };
-        let addr = self.hbm_slot(out.bytes(), &c.insts[v].name)?;
+        let addr = self.hbm_array(ty, dims, &c.insts[v].name)?.addr;
         Ok(dot_stream::Streamed::Dot(dot_stream::StreamDot {
             name: inst.name.clone(),
             lhs: lhs.addr,

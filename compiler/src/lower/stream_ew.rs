@@ -357,13 +357,7 @@ impl Lowerer<'_> {
                 self.broadcast_into(&out, src, &bd)?;
             }
         }
-        let out = Slot {
-            addr: 0,
-            ty: rty,
-            dims: dims.clone(),
-        };
-        let addr = self.hbm_slot(out.bytes(), &c.insts[h].name)?;
-        let out = Slot { addr, ..out };
+        let out = self.hbm_array(rty, dims.clone(), &c.insts[h].name)?;
         let chunks = outer.div_ceil(k);
         let load = |l: &mut Self, i: usize| -> CResult<()> {
             let (r0, rows) = (i * k, k.min(outer - i * k));
