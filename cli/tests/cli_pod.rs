@@ -112,6 +112,18 @@ fn async_collective_forms_and_collective_broadcast_match_the_evaluator() {
         "--atol",
         "0",
     ]);
+    // ... and before a loop and a conditional that run none: it stays in flight across them
+    // (draining it inside the body deadlocked on the second iteration).
+    matches_evaluator(&[
+        "run",
+        "tests/pod/async/allreduce_start_around_plain_loops.hlo",
+        "--random",
+        "3",
+        "--rtol",
+        "0",
+        "--atol",
+        "0",
+    ]);
 }
 
 #[test]

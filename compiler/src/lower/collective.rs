@@ -1982,13 +1982,21 @@ impl Lowerer<'_> {
     /// before a `while`/`conditional` whose body talks to other chips, and before the outputs
     /// are stored.
     pub(crate) fn drain_async(&mut self) {
-        let mut all = std::mem::take(&mut self.in_flight);
-        for f in &mut all {
+        self.drain_async_from(0);
+    }
+
+    /// Completes the collectives in flight from the `base`-th on (those a loop body or branch
+    /// started: the ones before it started outside and complete at their own done, never in
+    /// code that runs once per iteration or on one branch only).
+    pub(crate) fn drain_async_from(&mut self, base: usize) {
+        let base = base.min(self.in_flight.len());
+        let mut mine = self.in_flight.split_off(base);
+        for f in &mut mine {
             self.complete(f);
         }
         // What still has its blocks to rearrange does that at its done.
-        all.retain(|f| f.post.is_some());
-        self.in_flight = all;
+        mine.retain(|f| f.post.is_some());
+        self.in_flight.extend(mine);
     }
 
     /// The sequencer waits for `f`'s completion semaphores; its semaphores return to the pool

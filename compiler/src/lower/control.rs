@@ -145,8 +145,10 @@ pub fn lower_while(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     l.e.fence();
     l.e.b.bind(top);
     l.e.join();
+    // Collectives in flight from before the loop complete at their own done, outside it.
+    let base = l.in_flight.len();
     let (p, saved) = l.lower_sub(cond, vec![state.clone()])?;
-    l.drain_async();
+    l.drain_async_from(base);
     let Val::Array(pb) = p else {
         return Err(l.unsupported("a while condition that does not return an array"));
     };
@@ -167,7 +169,7 @@ pub fn lower_while(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
     let (r, saved) = l.lower_sub(body, vec![state.clone()])?;
     // An asynchronous collective started in the body completes in the same iteration (its
     // done is in the body; nothing is left in flight across the back edge).
-    l.drain_async();
+    l.drain_async_from(base);
     l.copy_val(&state, &r)?;
     l.end_sub(saved);
     l.e.fence();
@@ -230,12 +232,14 @@ pub fn lower_conditional(l: &mut Lowerer<'_>, h: InstId) -> CResult<Val> {
         }
         branch(l, Inst::Jmp { target: Target(0) }, labels[last]);
     }
+    // Collectives in flight from before complete at their own done, after the branches.
+    let base = l.in_flight.len();
     for (k, &comp) in branches.iter().enumerate() {
         l.e.b.bind(labels[k]);
         l.e.join();
         let a = args.get(k).cloned().unwrap_or(Val::Token);
         let (r, saved) = l.lower_sub(comp, vec![a])?;
-        l.drain_async();
+        l.drain_async_from(base);
         l.copy_val(&out, &r)?;
         l.end_sub(saved);
         l.e.fence();
