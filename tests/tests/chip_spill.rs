@@ -392,3 +392,34 @@ fn reduces_of_operands_larger_than_vmem_stream_softmax_and_a_full_sum() {
     let c = chip_matches_evaluator_on(&chip(8192), total, vec![], 6, 1e-4, false);
     assert_eq!(c.stats.reduce_streams, 1);
 }
+
+/// Scalar parameters read by streamed element-wise ops (a select's predicate, a clamp's
+/// bounds) and a streamed reduce's init parameter come to VMEM (they stay in HBM at first: all
+/// their readers stream).
+#[test]
+fn scalar_parameters_of_streamed_element_wise_ops_and_reduces_come_to_vmem() {
+    let text = "HloModule s\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT \
+                s = f32[] add(a, b)\n}\n\nENTRY e {\n  x = f32[64,32] parameter(0)\n  y = \
+                f32[64,32] parameter(1)\n  p = pred[] parameter(2)\n  lo = f32[] parameter(3)\n  \
+                hi = f32[] parameter(4)\n  init = f32[] parameter(5)\n  sel = f32[64,32] \
+                select(p, x, y)\n  cl = f32[64,32] clamp(lo, sel, hi)\n  red = f32[64] \
+                reduce(cl, init), dimensions={1}, to_apply=add\n  ROOT t = (f32[64,32], f32[64]) \
+                tuple(cl, red)\n}\n";
+    // 8 KiB values on a 16 KiB VMEM: larger than a quarter, so everything streams.
+    let c = chip_matches_evaluator_on(&chip(16384), text, vec![], 8, 1e-5, false);
+    assert_eq!((c.stats.ew_streams, c.stats.reduce_streams), (1, 1));
+}
+
+/// A broadcast that stretches a size-1 operand dimension (`[1,C]` over `[R,C]`, `[R,1]` over
+/// `[R,C]`) repeats the right elements, in VMEM and feeding a streamed region (where it is
+/// made whole, not chunk by chunk).
+#[test]
+fn a_broadcast_that_stretches_a_size_1_dimension_matches_the_evaluator() {
+    let text = "HloModule b\n\nENTRY e {\n  r1 = f32[1,32] parameter(0)\n  c1 = f32[64,1] \
+                parameter(1)\n  x = f32[64,32] parameter(2)\n  br = f32[64,32] broadcast(r1), \
+                dimensions={0,1}\n  bc = f32[64,32] broadcast(c1), dimensions={0,1}\n  a = \
+                f32[64,32] add(x, br)\n  ROOT m = f32[64,32] multiply(a, bc)\n}\n";
+    chip_matches_evaluator_on(&chip(1 << 20), text, vec![], 2, 0.0, false);
+    let c = chip_matches_evaluator_on(&chip(28672), text, vec![], 2, 0.0, false);
+    assert_eq!(c.stats.ew_streams, 1);
+}

@@ -960,9 +960,11 @@ impl Lowerer<'_> {
         if let Streamed::Dot(d) = &mut sd {
             d.budget = budget;
         }
-        // Every core where its plan fits the VMEM free here (each core plans the same).
+        // Both cores of a two-core chip where its plan fits the VMEM free here (each core plans
+        // the same). The go/join semaphores count per chip, not per core: with three or more
+        // cores a fast one could take a slower one's go of this dot for its share of the next.
         let all = self.arch.cores_per_chip.max(1) as usize;
-        let cores = if sd.vmem_bytes(self, all) <= budget {
+        let cores = if all == 2 && sd.vmem_bytes(self, all) <= budget {
             all
         } else {
             1

@@ -434,7 +434,13 @@ impl<'a> Lowerer<'a> {
                 })
                 && c.root != p;
             let (place, val) = if hbm_only {
-                l.input_in_hbm(&shape, &c.insts[p].name)?
+                let (place, val) = l.input_in_hbm(&shape, &c.insts[p].name)?;
+                // A reader that needs it in VMEM after all (a scalar operand, a reduce's init)
+                // reloads it like a spill.
+                if let Val::Hbm(s) = &val {
+                    l.in_hbm(s, l.last_use[p.index()]);
+                }
+                (place, val)
             } else {
                 l.load_input(p, &shape, &c.insts[p].name)?
             };
@@ -486,12 +492,7 @@ impl<'a> Lowerer<'a> {
             l.inst_first_alloc = l.allocs.len();
             if l.vals[h.index()].is_none() {
                 l.e.b.begin_hlo(&inst.name);
-                if !l.fused[h.index()]
-                    && l.stream[h.index()].is_none()
-                    && l.ew_regions[h.index()].is_none()
-                    && !l.streams_late(h)?
-                    && !l.reduce_streams(h)?
-                {
+                if l.reads_operands_in_vmem(h)? {
                     l.reload_operands(h)?;
                 }
                 if matches!(inst.opcode, Opcode::While | Opcode::Conditional) {
@@ -503,10 +504,7 @@ impl<'a> Lowerer<'a> {
             l.free_dead(k);
             l.drop_dead_spills(k);
             if let Some(&n) = order.get(k + 1) {
-                if !l.fused[n.index()]
-                    && l.stream[n.index()].is_none()
-                    && l.ew_regions[n.index()].is_none()
-                {
+                if l.reads_operands_in_vmem(n)? {
                     l.span = c.insts[n].span;
                     l.prefetch_operands(n)?;
                 }
@@ -539,6 +537,18 @@ impl<'a> Lowerer<'a> {
             },
             l.stats,
         ))
+    }
+
+    /// Whether entry instruction `h` reads its operands from VMEM (so spilled ones are
+    /// reloaded first): not fused into another's code, and not one that streams them from HBM
+    /// (dots and convolutions planned to stream, element-wise regions, late-streamed dots,
+    /// streamed reduces).
+    fn reads_operands_in_vmem(&self, h: InstId) -> CResult<bool> {
+        Ok(!self.fused[h.index()]
+            && self.stream[h.index()].is_none()
+            && self.ew_regions[h.index()].is_none()
+            && !self.streams_late(h)?
+            && !self.reduce_streams(h)?)
     }
 
     /// The computation being lowered.
@@ -1415,7 +1425,6 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// The other cores' shares of streamed dots: `if core_id == c { ...; halt }` per core.
     /// Queues core `c`'s share of `sd` (`joined`: it waits for core 0's go and signals its end).
     pub(crate) fn push_side(&mut self, c: usize, sd: dot_stream::Streamed, joined: bool) {
         self.side.push((c, sd, joined));
@@ -1436,6 +1445,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// The other cores' shares of streamed dots: `if core_id == c { ...; halt }` per core.
     fn emit_side_work(&mut self) -> CResult<()> {
         let side = std::mem::take(&mut self.side);
         for c in 1..self.arch.cores_per_chip as usize {

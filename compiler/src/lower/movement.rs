@@ -123,6 +123,14 @@ impl Lowerer<'_> {
 
     /// `dst = broadcast(src)` with `src`'s dimension `i` at `dst`'s dimension `bd[i]`.
     pub(crate) fn broadcast_into(&mut self, out: &Buf, src: &Buf, bd: &[usize]) -> CResult<()> {
+        // An operand dimension of 1 holds no data (it may be stretched over a longer output
+        // dimension): the same bytes without it.
+        if src.dims.contains(&1) {
+            let keep: Vec<usize> = (0..src.dims.len()).filter(|&i| src.dims[i] != 1).collect();
+            let s = src.with_dims(keep.iter().map(|&i| src.dims[i]).collect());
+            let b: Vec<usize> = keep.iter().map(|&i| bd[i]).collect();
+            return self.broadcast_into(out, &s, &b);
+        }
         let (ty, dims) = (out.ty, &out.dims);
         let r = dims.len();
         let k = bd.len();

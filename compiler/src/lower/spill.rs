@@ -8,7 +8,9 @@
 //! - Nothing is spilled while an asynchronous collective is in flight (its transfers write
 //!   VMEM buffers behind the emitter's back until the done).
 //! - An allocation the current instruction reads (any value [`Lowerer::val`] returned while
-//!   lowering it), created, or pinned is never the victim: lowering code holds its `Buf`s.
+//!   lowering it), created, or pinned is never the victim: lowering code holds its `Buf`s. An
+//!   instruction that reads an operand only through its HBM copy (a late-streamed dot, a
+//!   streamed reduce) gives it up first ([`Lowerer::untouch`]).
 //! - A spilled allocation's values become [`Val::Hbm`] leaves that point into its HBM copy
 //!   (every alias: reshapes, tuple elements); a [`SpillRec`] remembers the copy, and the
 //!   next instruction that needs any of them in VMEM reloads the whole allocation
@@ -185,6 +187,11 @@ impl Lowerer<'_> {
                 let name = format!("an HBM copy of {}", self.comp().insts[h].name);
                 let addr = self.hbm_slot(b.bytes(), &name)?;
                 self.dma((Space::Hbm, addr), (Space::Vmem, b.addr), b.bytes())?;
+                // A copy of the whole allocation is its valid copy: spilling it copies nothing.
+                let a = &mut self.allocs[b.alloc];
+                if b.addr == a.addr && b.bytes() == a.bytes {
+                    a.home = Some(addr);
+                }
                 Ok(addr)
             }
             _ => Err(self.unsupported("a tuple or token operand here")),

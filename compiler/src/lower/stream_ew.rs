@@ -75,8 +75,9 @@ fn split(dims: &[usize], vmem: u64) -> usize {
         .unwrap_or(dims.len())
 }
 
-/// How broadcast `b` can be made chunk by chunk for arrays split at `split`.
-fn lazy_kind(b: &hlo::Instruction, split: usize) -> Option<Lazy> {
+/// How broadcast `b` of an operand of dimensions `od` can be made chunk by chunk for arrays
+/// split at `split`.
+fn lazy_kind(b: &hlo::Instruction, od: &[usize], split: usize) -> Option<Lazy> {
     let hlo::View::Broadcast { dimensions } = b.view() else {
         return None;
     };
@@ -85,6 +86,10 @@ fn lazy_kind(b: &hlo::Instruction, split: usize) -> Option<Lazy> {
         return None;
     }
     let dims = b.shape.as_array()?.udims();
+    // An operand dimension of 1 stretched over a longer one is left to `broadcast_into`.
+    if od.len() != bd.len() || bd.iter().zip(od).any(|(&d, &n)| n != dims[d]) {
+        return None;
+    }
     let t = bd.iter().take_while(|&&d| d < split).count();
     if t == 0 {
         return Some(Lazy::Invariant);
@@ -191,11 +196,17 @@ pub(crate) fn plan(m: &Module, vmem: u64, users: &[Vec<InstId>], epilogue: &[boo
         let mut roots: Vec<InstId> = us.iter().map(|&u| root_of(u)).collect();
         roots.sort_by_key(|r| r.index());
         roots.dedup();
+        let od: Vec<usize> = bi
+            .operands
+            .first()
+            .and_then(|&o| c.insts[o].shape.as_array())
+            .map(|a| a.udims())
+            .unwrap_or_default();
         let kinds: Option<Vec<Lazy>> = roots
             .iter()
             .map(|r| {
                 let reg = out.regions[r.index()].as_ref()?;
-                lazy_kind(bi, reg.split)
+                lazy_kind(bi, &od, reg.split)
             })
             .collect();
         let (true, Some(kinds)) = (small, kinds) else {
@@ -268,6 +279,12 @@ impl Lowerer<'_> {
                             a.push(Src::Scalar(b))
                         }
                         Val::Array(b) => a.push(Src::Vmem(b)),
+                        Val::Hbm(s)
+                            if s.dims.iter().product::<usize>() == 1 && outer * inner != 1 =>
+                        {
+                            // A scalar in HBM (a parameter, a spill): into VMEM, splat per chunk.
+                            a.push(Src::Scalar(self.vmem_value(o)?))
+                        }
                         Val::Hbm(s) => {
                             let k = match hbm_in.iter().position(|(x, _)| *x == o) {
                                 Some(k) => k,
