@@ -1372,7 +1372,7 @@ impl Lowerer<'_> {
             // Rearranged at the done when asynchronous: it lives until then.
             self.buf_until(self.async_until.unwrap_or(self.pos), ty, vec![g, a, dk, b])?
         };
-        let before = self.in_flight.last().map(|f| f.held.clone());
+        let before = self.async_pushes;
         if let Some(tor) = self.torus_block_stages(&groups) {
             self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w, &tor);
             self.torus_run(&tor, stage.addr, g as u64 * ce, ty, Torus::AllGather(&x))?;
@@ -1477,7 +1477,7 @@ impl Lowerer<'_> {
         } else {
             self.buf_until(self.async_until.unwrap_or(self.pos), ty, vec![g, a, dk, b])?
         };
-        let before = self.in_flight.last().map(|f| f.held.clone());
+        let before = self.async_pushes;
         self.note(h, CollKind::AllToAll, &groups, g as u64 * blk, &[]);
         if asynchronous {
             let view = |b: &Buf, j: usize| Buf {
@@ -1766,7 +1766,7 @@ impl Lowerer<'_> {
         self.post_sync(false, 0, m, out.bytes(), tag, None, Some(done));
         let m = self.e.memref(Space::Vmem, x.addr);
         self.post_sync(true, 1, m, x.bytes(), tag, None, Some(done));
-        self.in_flight.push(InFlight {
+        self.push_in_flight(InFlight {
             start: h,
             waits: vec![(done, 2)],
             held,
@@ -1869,7 +1869,7 @@ impl Lowerer<'_> {
             off: 0,
         };
         self.post_sync(true, 1, m, x.bytes(), tag, Some(zs), Some(done));
-        self.in_flight.push(InFlight {
+        self.push_in_flight(InFlight {
             start: h,
             waits: vec![(done, 2)],
             held,
@@ -1927,7 +1927,7 @@ impl Lowerer<'_> {
             });
         }
         self.async_gather_steps(lanes, g, w, done, &|i| (None, held[2 * i], held[2 * i + 1]));
-        self.in_flight.push(InFlight {
+        self.push_in_flight(InFlight {
             start: h,
             waits: vec![(done, nl as u32 * g as u32)],
             held,
@@ -2014,14 +2014,28 @@ impl Lowerer<'_> {
     /// Hands `post` (module docs of [`InFlight::post`]) to the asynchronous collective just
     /// pushed (`before`: the held semaphores of the last entry before it), or, when the
     /// collective ran synchronously, rearranges the blocks now.
-    fn attach_post(&mut self, before: Option<Vec<u8>>, dst: Buf, src: Buf) -> CResult<()> {
-        if let Some(f) = self.in_flight.last_mut() {
-            if !f.held.is_empty() && Some(&f.held) != before.as_ref() {
-                f.post = Some((dst, src));
-                return Ok(());
-            }
+    fn attach_post(&mut self, before: u64, dst: Buf, src: Buf) -> CResult<()> {
+        if let Some(f) = self.pushed_since(before) {
+            f.post = Some((dst, src));
+            return Ok(());
         }
         self.permute_into(&dst, &src, &[1, 0, 2, 3])
+    }
+
+    /// Enters `f` in flight.
+    fn push_in_flight(&mut self, f: InFlight) {
+        self.async_pushes += 1;
+        self.in_flight.push(f);
+    }
+
+    /// The collective entered in flight since [`Lowerer::async_pushes`] was `before` (at most
+    /// one was: the last), if any. Comparing the entries themselves cannot tell: completing
+    /// the last one to free semaphores can hand the same ones to the next.
+    fn pushed_since(&mut self, before: u64) -> Option<&mut InFlight> {
+        if self.async_pushes == before {
+            return None;
+        }
+        self.in_flight.last_mut()
     }
 
     /// `n` semaphores for an asynchronous collective issued while others may be in flight
@@ -2063,7 +2077,7 @@ impl Lowerer<'_> {
             n += 1;
             cycles -= k;
         }
-        self.in_flight.push(InFlight {
+        self.push_in_flight(InFlight {
             start: h,
             waits: vec![(held[0], n)],
             held,
@@ -2104,8 +2118,7 @@ impl Lowerer<'_> {
         for (p, a) in wc.parameters().iter().zip(&args) {
             self.vals[p.index()] = Some(a.clone());
         }
-        // Semaphores are held by one collective at a time: what tells the new entry apart.
-        let before = self.in_flight.last().map(|f| f.held.clone());
+        let before = self.async_pushes;
         let notes = self.stats.collectives.len();
         let name = inst.name.clone();
         self.async_until = Some(until);
@@ -2122,10 +2135,8 @@ impl Lowerer<'_> {
             c.hlo = name;
         }
         // The done finds its collective by the start (at most one was pushed, last).
-        if let Some(f) = self.in_flight.last_mut() {
-            if !f.held.is_empty() && Some(&f.held) != before.as_ref() {
-                f.start = h;
-            }
+        if let Some(f) = self.pushed_since(before) {
+            f.start = h;
         }
         Ok(Val::Tuple(vec![Val::Tuple(args), r?, Val::Token]))
     }
@@ -2176,7 +2187,7 @@ impl Lowerer<'_> {
             let m = self.e.memref(Space::Vmem, x.addr);
             self.post_sync(true, F_MEMBERS + j, m, x.bytes(), tag, None, Some(done));
         }
-        self.in_flight.push(InFlight {
+        self.push_in_flight(InFlight {
             start: h,
             waits: vec![(done, (outs.len() + xs.len()) as u32)],
             held,
@@ -2279,7 +2290,7 @@ impl Lowerer<'_> {
         self.runtime_vpu_with(RtVpu::Store, out.addr, ce, t, w, |_, last| {
             (None, last.then_some(done))
         });
-        self.in_flight.push(InFlight {
+        self.push_in_flight(InFlight {
             start: h,
             waits: vec![(done, nl as u32 * steps as u32 + 1)],
             held,
@@ -2391,7 +2402,7 @@ impl Lowerer<'_> {
             let (_, kc1, _, ks, kg) = sem(i);
             (Some(ks), kc1, kg)
         });
-        self.in_flight.push(InFlight {
+        self.push_in_flight(InFlight {
             start: h,
             waits: vec![(done, nl as u32 * g as u32)],
             held,

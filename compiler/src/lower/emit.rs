@@ -16,8 +16,9 @@
 //! queue (the ISA guarantees each sees the effects of the earlier ones) and need nothing. If
 //! no semaphore is free, a `fence` orders everything.
 //!
-//! The pool is semaphores 0..30; 30 and 31 ([`FANOUT_SEMS`]) are the asynchronous
-//! collectives' fan-out semaphores. A block that outlives the instructions emitted after it
+//! The pool is semaphores 0..28 (20..=27 may carry a fan-in count); 28 and 29 ([`JOIN_SEMS`])
+//! are chip-shared for the fork and join of a dot streamed on both cores, 30 and 31
+//! ([`FANOUT_SEMS`]) the asynchronous collectives' fan-out semaphores. A block that outlives the instructions emitted after it
 //! (an asynchronous collective in flight) holds its semaphores ([`Emitter::hold`]) until it
 //! gives them back: not handed out, and not freed by a `fence`.
 //!
@@ -75,7 +76,7 @@ const SEMS: usize = 32;
 /// Semaphores the emitter hands to producers: all but the last four. Asynchronous collectives
 /// declare the last two with a fan-out count (`.sem semN signal=2`, see
 /// [`crate::lower::collective`]), and the two before them are shared by the chip's cores for
-/// the fork and join of a dot streamed on every core where it stands ([`JOIN_SEMS`]); so none
+/// the fork and join of a dot streamed on both cores where it stands ([`JOIN_SEMS`]); so none
 /// of them carries the emitter's one-to-one signals.
 const POOL: usize = SEMS - 4;
 /// The fan-out semaphores of asynchronous collectives (never in the emitter's pool).
@@ -411,8 +412,8 @@ impl Emitter {
         FANOUT_SEMS.iter().any(|&s| self.held & (1 << s) != 0)
     }
 
-    /// Returns held semaphores (each waited down to 0 by the block) to the pool; `at` is the pc
-    /// of their last wait.
+    /// Returns held semaphores (each waited down to 0 by the block) to the pool, free since the
+    /// current pc (their last wait).
     pub fn give_back(&mut self, sems: &[u8]) {
         let at = self.b.pc();
         for &s in sems {
@@ -697,7 +698,10 @@ mod tests {
         let p = e.unit(dma(0, 0), Queue::Dma, &[], &[a]);
         e.unit(dma(64, 64), Queue::Dma, &[a], &[Access::vmem(64, 64)]);
         let s = e.b.inst_mut(p).and_then(|i| i.sync().1).expect("a signal");
-        assert!(!held.contains(&s.0) && !FANOUT_SEMS.contains(&s.0), "{s:?}");
+        assert!(
+            !held.contains(&s.0) && !FANOUT_SEMS.contains(&s.0) && !JOIN_SEMS.contains(&s.0),
+            "{s:?}"
+        );
         e.give_back(&held);
     }
 

@@ -206,6 +206,8 @@ pub struct Lowerer<'a> {
     pub(crate) async_until: Option<usize>,
     /// Asynchronous collectives issued and not yet waited for.
     pub(crate) in_flight: Vec<collective::InFlight>,
+    /// How many entered `in_flight` so far (tells whether a lowering pushed one).
+    pub(crate) async_pushes: u64,
     /// Collective record tables placed in VMEM, by contents.
     pub(crate) coll_tables: std::collections::HashMap<Vec<i64>, u64>,
     /// Device-to-device send/recv channels.
@@ -376,6 +378,7 @@ impl<'a> Lowerer<'a> {
             coll_tag: 0,
             async_until: None,
             in_flight: Vec::new(),
+            async_pushes: 0,
             chans: Default::default(),
             coll_tables: Default::default(),
             rng_state: None,
@@ -435,10 +438,13 @@ impl<'a> Lowerer<'a> {
                 && c.root != p;
             let (place, val) = if hbm_only {
                 let (place, val) = l.input_in_hbm(&shape, &c.insts[p].name)?;
-                // A reader that needs it in VMEM after all (a scalar operand, a reduce's init)
-                // reloads it like a spill.
+                // A reader that needs a small one in VMEM after all (a scalar operand, a
+                // reduce's init) reloads it like a spill. (A large one is read from HBM by
+                // every reader: an all-reduce streams it only while it has no spill record.)
                 if let Val::Hbm(s) = &val {
-                    l.in_hbm(s, l.last_use[p.index()]);
+                    if s.bytes() <= arch.vmem.bytes / stream_ew::BIG_FRACTION {
+                        l.in_hbm(s, l.last_use[p.index()]);
+                    }
                 }
                 (place, val)
             } else {
