@@ -676,6 +676,34 @@ fn all_gather_permute_and_async_start_forms_overlap_the_dot_before_their_done() 
     );
 }
 
+/// `f`'s report from `systole run --random 5` with exact outputs, on 1 and 2 threads (same
+/// cycles and collectives); the first run's report.
+fn exact_on_1_and_2_threads(f: &str) -> serde_json::Value {
+    let mut first: Option<serde_json::Value> = None;
+    for t in ["1", "2"] {
+        let args = [
+            "run",
+            f,
+            "--random",
+            "5",
+            "--rtol",
+            "0",
+            "--atol",
+            "0",
+            "--threads",
+            t,
+        ];
+        let j = report(&args);
+        assert_eq!(j["max_abs_error"].as_f64(), Some(0.0), "{f}: {j}");
+        if let Some(j1) = &first {
+            assert_eq!(j1["cycles"], j["cycles"], "{f}: 1 vs 2 threads");
+            assert_eq!(j1["collectives"], j["collectives"], "{f}: 1 vs 2 threads");
+        }
+        first = Some(j);
+    }
+    first.unwrap()
+}
+
 /// Runs `async_file` and `sync_file` (the same module with synchronous collectives, each in
 /// a while body or a conditional branch executed `execs[i]` times for the report's collective
 /// `i`) with exact output checks, on 1 and 2 threads (identical reports); asserts that the
@@ -688,31 +716,7 @@ fn assert_overlaps_in_bodies(
     execs: &[f64],
     frac: f64,
 ) -> (f64, f64) {
-    let run = |f: &str| {
-        let mut first: Option<serde_json::Value> = None;
-        for t in ["1", "2"] {
-            let args = [
-                "run",
-                f,
-                "--random",
-                "5",
-                "--rtol",
-                "0",
-                "--atol",
-                "0",
-                "--threads",
-                t,
-            ];
-            let j = report(&args);
-            assert_eq!(j["max_abs_error"].as_f64(), Some(0.0), "{f}: {j}");
-            if let Some(j1) = &first {
-                assert_eq!(j1["cycles"], j["cycles"], "{f}: 1 vs 2 threads");
-                assert_eq!(j1["collectives"], j["collectives"], "{f}: 1 vs 2 threads");
-            }
-            first = Some(j);
-        }
-        first.unwrap()
-    };
+    let run = exact_on_1_and_2_threads;
     let (a, s) = (run(async_file), run(sync_file));
     let cycles = |j: &serde_json::Value| j["cycles"].as_f64().unwrap();
     let clock = cycles(&s) / s["seconds"].as_f64().unwrap();
@@ -768,30 +772,7 @@ fn several_asynchronous_collectives_are_in_flight_at_once() {
     // the rest of the synchronous run (its cycles outside its collectives). The collectives'
     // transfers still follow one another on the in-order ICI queue, so where they add up to
     // more than the dot (the three on 4 chips) the run is bound by them: a smaller `frac`.
-    let run = |f: &str| {
-        let mut first: Option<serde_json::Value> = None;
-        for t in ["1", "2"] {
-            let args = [
-                "run",
-                f,
-                "--random",
-                "5",
-                "--rtol",
-                "0",
-                "--atol",
-                "0",
-                "--threads",
-                t,
-            ];
-            let j = report(&args);
-            assert_eq!(j["max_abs_error"].as_f64(), Some(0.0), "{f}: {j}");
-            if let Some(j1) = &first {
-                assert_eq!(j1["cycles"], j["cycles"], "{f}: 1 vs 2 threads");
-            }
-            first = Some(j);
-        }
-        first.unwrap()
-    };
+    let run = exact_on_1_and_2_threads;
     let cycles = |j: &serde_json::Value| j["cycles"].as_f64().unwrap();
     let coll_cycles = |j: &serde_json::Value| -> Vec<f64> {
         let clock = cycles(j) / j["seconds"].as_f64().unwrap();
