@@ -592,16 +592,7 @@ fn assert_overlaps_by(async_file: &str, sync_file: &str, sets: &[&str], frac: f6
     let colls = s["collectives"].as_array().unwrap();
     assert_eq!(colls.len(), 1, "{s}");
     let coll = colls[0]["measured_seconds"].as_f64().unwrap() * clock;
-    let rest = cycles(&s) - coll;
-    assert!(coll > 0.0 && rest > 0.0, "collective {coll}, rest {rest}");
-    let bound = cycles(&s) - frac * coll.min(rest);
-    assert!(
-        cycles(&a) <= bound,
-        "{async_file}: {} cycles, not overlapped: synchronous {} cycles (collective {coll:.0}, \
-         the rest {rest:.0}) minus {frac} of the smaller part is {bound:.0}",
-        cycles(&a),
-        cycles(&s)
-    );
+    assert_saves(async_file, cycles(&a), cycles(&s), coll, frac);
     // The asynchronous run reports its collective too.
     let ac = a["collectives"].as_array().unwrap();
     assert_eq!(ac.len(), 1, "{a}");
@@ -676,6 +667,19 @@ fn all_gather_permute_and_async_start_forms_overlap_the_dot_before_their_done() 
     );
 }
 
+/// Asserts that the asynchronous run (`a` cycles) saves at least `frac` of the smaller of the
+/// synchronous run's (`s` cycles) collective time `coll` and the rest of it.
+fn assert_saves(async_file: &str, a: f64, s: f64, coll: f64, frac: f64) {
+    let rest = s - coll;
+    assert!(coll > 0.0 && rest > 0.0, "collectives {coll}, rest {rest}");
+    let bound = s - frac * coll.min(rest);
+    assert!(
+        a <= bound,
+        "{async_file}: {a} cycles, not overlapped: synchronous {s} cycles (collectives \
+         {coll:.0}, the rest {rest:.0}) minus {frac} of the smaller part is {bound:.0}"
+    );
+}
+
 /// `f`'s report from `systole run --random 5` with exact outputs, on 1 and 2 threads (same
 /// cycles and collectives); the first run's report.
 fn exact_on_1_and_2_threads(f: &str) -> serde_json::Value {
@@ -727,16 +731,7 @@ fn assert_overlaps_in_bodies(
         .zip(execs)
         .map(|(c, n)| c["closed_form_seconds"].as_f64().unwrap() * clock * n)
         .sum();
-    let rest = cycles(&s) - coll;
-    assert!(coll > 0.0 && rest > 0.0, "collectives {coll}, rest {rest}");
-    let bound = cycles(&s) - frac * coll.min(rest);
-    assert!(
-        cycles(&a) <= bound,
-        "{async_file}: {} cycles, not overlapped: synchronous {} cycles (collectives {coll:.0}, \
-         the rest {rest:.0}) minus {frac} of the smaller part is {bound:.0}",
-        cycles(&a),
-        cycles(&s)
-    );
+    assert_saves(async_file, cycles(&a), cycles(&s), coll, frac);
     (cycles(&a), cycles(&s))
 }
 

@@ -229,6 +229,9 @@ pub struct Lowerer<'a> {
     users_at: Vec<Vec<usize>>,
     /// Streamed element-wise regions by root instruction index ([`stream_ew`]).
     ew_regions: Vec<Option<stream_ew::Region>>,
+    /// All-reduces that stream their operand through HBM, by instruction index
+    /// ([`collective::streamable`], decided before the parameters are placed).
+    coll_streams: Vec<bool>,
 }
 
 /// The devices a verified module runs on (`replica_count × num_partitions`).
@@ -389,6 +392,11 @@ impl<'a> Lowerer<'a> {
             inst_first_alloc: 0,
             users_at,
             ew_regions: ew.regions,
+            coll_streams: c
+                .insts
+                .handles()
+                .map(|h| collective::streamable(m, h, &users, arch))
+                .collect(),
         };
         for &f in &ew.fused {
             l.fused[f.index()] = true;
@@ -418,33 +426,39 @@ impl<'a> Lowerer<'a> {
             .handles()
             .map(|h| dot::streamable(m, h, &users, arch) || conv::streamable(m, h, &users, arch))
             .collect();
+        // Instructions that may read an operand straight from HBM (a parameter only they
+        // read stays there).
+        let mut in_region = vec![false; c.insts.len()];
+        for g in l.ew_regions.iter().flatten() {
+            for &u in &g.members {
+                in_region[u.index()] = true;
+            }
+        }
+        let reads_hbm: Vec<bool> = c
+            .insts
+            .handles()
+            .map(|u| {
+                streamable[u.index()]
+                    || l.coll_streams[u.index()]
+                    || in_region[u.index()]
+                    || dot_stream::big_dot(c, u, arch.vmem.bytes)
+                    || reduce::big_trailing_reduce(c, u, arch.vmem.bytes)
+            })
+            .collect();
         for &p in &params {
             l.span = c.insts[p].span;
             l.pos = pos[p.index()];
             l.e.b.begin_hlo(&c.insts[p].name);
             let shape = c.insts[p].shape.clone();
-            let in_region = |u: InstId| {
-                let r = l.ew_regions.iter().flatten();
-                r.clone().any(|g| g.members.contains(&u))
-            };
             let hbm_only = !users[p.index()].is_empty()
-                && users[p.index()].iter().all(|u| {
-                    streamable[u.index()]
-                        || collective::streamable(m, *u, &users, arch)
-                        || in_region(*u)
-                        || dot_stream::big_dot(c, *u, arch.vmem.bytes)
-                        || reduce::big_trailing_reduce(c, *u, arch.vmem.bytes)
-                })
+                && users[p.index()].iter().all(|u| reads_hbm[u.index()])
                 && c.root != p;
             let (place, val) = if hbm_only {
                 let (place, val) = l.input_in_hbm(&shape, &c.insts[p].name)?;
-                // A reader that needs a small one in VMEM after all (a scalar operand, a
-                // reduce's init) reloads it like a spill. (A large one is read from HBM by
-                // every reader: an all-reduce streams it only while it has no spill record.)
+                // A reader that needs it in VMEM after all (a scalar operand of a region, a
+                // reduce's init) reloads it like a spill.
                 if let Val::Hbm(s) = &val {
-                    if s.bytes() <= arch.vmem.bytes / stream_ew::BIG_FRACTION {
-                        l.in_hbm(s, l.last_use[p.index()]);
-                    }
+                    l.in_hbm(s, l.last_use[p.index()]);
                 }
                 (place, val)
             } else {
@@ -547,10 +561,11 @@ impl<'a> Lowerer<'a> {
 
     /// Whether entry instruction `h` reads its operands from VMEM (so spilled ones are
     /// reloaded first): not fused into another's code, and not one that streams them from HBM
-    /// (dots and convolutions planned to stream, element-wise regions, late-streamed dots,
-    /// streamed reduces).
+    /// (dots, convolutions and all-reduces planned to stream, element-wise regions,
+    /// late-streamed dots, streamed reduces).
     fn reads_operands_in_vmem(&self, h: InstId) -> CResult<bool> {
         Ok(!self.fused[h.index()]
+            && !self.coll_streams[h.index()]
             && self.stream[h.index()].is_none()
             && self.ew_regions[h.index()].is_none()
             && !self.streams_late(h)?
