@@ -873,6 +873,14 @@ impl<'a> Lowerer<'a> {
 
     /// The error for `n` bytes of VMEM that cannot be found.
     fn no_room(&self, n: u64) -> CompileError {
+        if n > self.vmem.capacity() {
+            return self.too_large(format!(
+                "a {n}-byte VMEM buffer does not fit: larger than vmem.bytes = {}, and this \
+                 instruction does not stream from HBM (docs/compiler.md, \"Memory plan\", lists \
+                 what does)",
+                self.vmem.capacity()
+            ));
+        }
         self.too_large(format!(
             "a {n}-byte VMEM buffer does not fit: {} of vmem.bytes = {} in use by values this \
              instruction needs or that cannot move to HBM here",
