@@ -312,7 +312,7 @@ pub struct IciConfig {
     pub hop_latency_ns: f64,
     /// Wrap-around links per dimension (a torus dimension without them is a line); empty means
     /// every dimension wraps.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub wrap: Vec<bool>,
 }
 

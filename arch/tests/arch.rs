@@ -351,3 +351,17 @@ fn every_field_is_overridable() {
     expect.vpu.cross_lane.latency = 9;
     assert_eq!(c, expect);
 }
+
+/// `ici.wrap` is documented as a `--set` key; it was rejected as unknown while an empty list was
+/// left out of the JSON tree the overrides walk.
+#[test]
+fn ici_wrap_is_settable_with_set_even_when_the_preset_leaves_it_empty() {
+    let c = ArchConfig::resolve(
+        "tpu-v4",
+        &["ici.dims=[4,2,1]", "ici.wrap=[false,true,true]"],
+    )
+    .unwrap();
+    assert_eq!(c.ici.wrap, vec![false, true, true]);
+    let e = ArchConfig::resolve("tpu-v4", &["ici.wrap=[false]"]).unwrap_err();
+    assert!(e.to_string().contains("ici.wrap must be empty"), "{e}");
+}
