@@ -423,3 +423,36 @@ fn a_broadcast_that_stretches_a_size_1_dimension_matches_the_evaluator() {
     let c = chip_matches_evaluator_on(&chip(28672), text, vec![], 2, 0.0, false);
     assert_eq!(c.stats.ew_streams, 1);
 }
+
+/// Dots whose `rhs` has its contracting dimension last (`q·kᵀ` batched, and `x·Wᵀ` as
+/// PyTorch's linear layers write it) stream from HBM like canonical ones: blocks of `rhs` come
+/// in as `N` rows of `K` and load into the MXUs transposed (`mxu.ldw … tr=1`). On a 2 MiB VMEM,
+/// with `K`, `N` not multiples of the array: one dot of two parameters (streamed from the
+/// start) and one of a computed value (streamed where it stands). Bit-exact (int8).
+#[test]
+fn dots_with_the_rhs_contracting_dimension_last_stream_with_transposed_weight_loads() {
+    let text = "HloModule qkt\n\nENTRY e {\n  q = s8[3,300,200] parameter(0)\n  k = \
+                s8[3,700,200] parameter(1)\n  x = s8[1000,300] parameter(2)\n  w = s8[260,300] \
+                parameter(3)\n  s = s32[3,300,700] dot(q, k), lhs_batch_dims={0}, \
+                rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}\n  nx = \
+                s8[1000,300] negate(x)\n  y = s32[1000,260] dot(nx, w), lhs_contracting_dims={1}, \
+                rhs_contracting_dims={1}\n  ROOT t = (s32[3,300,700], s32[1000,260]) tuple(s, \
+                y)\n}\n";
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=2097152"]).unwrap();
+    let c = chip_matches_evaluator_on(&arch, text, vec![], 11, 0.0, false);
+    assert!(c.stats.late_streams >= 1, "{:?}", c.stats);
+    let asm = isa::disasm::disasm(&c.program);
+    assert!(asm.contains("tr=1"), "no transposed weight load");
+}
+
+/// With little VMEM the streamed dot's plan takes chunks of fewer rows (down to 8) and fewer
+/// columns instead of asking for more than there is: a dot with a 4 MiB result on a 1 MiB
+/// VMEM (its default chunks of 1024 rows need 2 MiB for the `lhs` blocks alone).
+#[test]
+fn a_streamed_dot_cuts_its_chunks_to_fit_a_small_vmem() {
+    let text = "HloModule small\n\nENTRY e {\n  x = s8[1024,512] parameter(0)\n  w = s8[512,1024] \
+                parameter(1)\n  ROOT h = s32[1024,1024] dot(x, w), lhs_contracting_dims={1}, \
+                rhs_contracting_dims={0}\n}\n";
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=1048576"]).unwrap();
+    chip_matches_evaluator_on(&arch, text, vec![], 13, 0.0, false);
+}

@@ -526,11 +526,39 @@ pub struct StreamForm {
     pub mode: arch::MxuDtype,
     /// The result type: the accumulator's, or bf16 (bf16 operands; the accumulator rounded).
     pub out: ElementType,
+    /// `rhs` is `[B][N][K]` (contracting dimensions last, as in `q·kᵀ` or `x·Wᵀ`): its
+    /// weight tiles load transposed (`mxu.ldw tr=1`).
+    pub rhs_t: bool,
+}
+
+/// Whether a dot's dimension numbers are in a streamed order: batch dimensions first and in
+/// order on both sides, `lhs[B][M][K]` (contracting dimensions last, in order), and
+/// `rhs[B][K][N]` (`Some(false)`) or `rhs[B][N][K]` (`Some(true)`). `lr`/`rr` are the ranks.
+pub fn stream_order(a: &hlo::DotView<'_>, lr: usize, rr: usize) -> Option<bool> {
+    let seq = |xs: &[i64], from: i64| xs.iter().enumerate().all(|(i, &d)| d == from + i as i64);
+    let (lb, rb, lc, rc) = (
+        a.lhs_batch,
+        a.rhs_batch,
+        a.lhs_contracting,
+        a.rhs_contracting,
+    );
+    let nbd = lb.len() as i64;
+    if !(seq(lb, 0) && seq(rb, 0) && seq(lc, lr as i64 - lc.len() as i64) && !lc.is_empty()) {
+        return None;
+    }
+    if seq(rc, nbd) {
+        Some(false)
+    } else if seq(rc, rr as i64 - rc.len() as i64) {
+        Some(true)
+    } else {
+        None
+    }
 }
 
 /// Dot `h` of computation `c` if it is in the streamed schedule's form: operands of a native
-/// MXU type (bf16 or s8), the accumulator type as result (or bf16 from bf16), canonical
-/// dimension order (batch first, `lhs[B][M][K]`, `rhs[B][K][N]`), static shapes.
+/// MXU type (bf16 or s8), the accumulator type as result (or bf16 from bf16), dimensions in
+/// a [`stream_order`] (batch first, `lhs[B][M][K]`, `rhs[B][K][N]` or `rhs[B][N][K]`), static
+/// shapes.
 pub fn stream_form(c: &hlo::Computation, h: InstId) -> Option<StreamForm> {
     let inst = &c.insts[h];
     if inst.opcode != Opcode::Dot || inst.operands.len() != 2 {
@@ -552,23 +580,10 @@ pub fn stream_form(c: &hlo::Computation, h: InstId) -> Option<StreamForm> {
     let hlo::View::Dot(a) = inst.view() else {
         return None;
     };
-    let (lb, rb, lc, rc) = (
-        a.lhs_batch,
-        a.rhs_batch,
-        a.lhs_contracting,
-        a.rhs_contracting,
-    );
-    let nbd = lb.len() as i64;
-    let lr = ls.dims.len() as i64;
-    let seq = |xs: &[i64], from: i64| xs.iter().enumerate().all(|(i, &d)| d == from + i as i64);
-    let canonical =
-        seq(lb, 0) && seq(rb, 0) && seq(lc, lr - lc.len() as i64) && seq(rc, nbd) && !lc.is_empty();
-    if !canonical {
-        return None;
-    }
+    let rhs_t = stream_order(&a, ls.dims.len(), rs.dims.len())?;
     let (ld, rd) = (ls.udims(), rs.udims());
-    let nb: usize = ld[..lb.len()].iter().product();
-    let k: usize = lc.iter().map(|&d| ld[d as usize]).product();
+    let nb: usize = ld[..a.lhs_batch.len()].iter().product();
+    let k: usize = a.lhs_contracting.iter().map(|&d| ld[d as usize]).product();
     let m = ld.iter().product::<usize>() / (nb * k).max(1);
     let n = rd.iter().product::<usize>() / (nb * k).max(1);
     Some(StreamForm {
@@ -578,6 +593,7 @@ pub fn stream_form(c: &hlo::Computation, h: InstId) -> Option<StreamForm> {
         n,
         mode,
         out: os.ty,
+        rhs_t,
     })
 }
 

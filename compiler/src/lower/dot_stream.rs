@@ -57,8 +57,11 @@ pub struct StreamDot {
     pub name: String,
     /// HBM address of `lhs[B][M][K]`.
     pub lhs: u64,
-    /// HBM address of `rhs[B][K][N]`.
+    /// HBM address of `rhs[B][K][N]`, or `rhs[B][N][K]` with `rhs_t`.
     pub rhs: u64,
+    /// `rhs` is `[B][N][K]`: a block of it is `nc` rows of `kd` in VMEM, loaded into the
+    /// MXUs transposed (`mxu.ldw tr=1`).
+    pub rhs_t: bool,
     /// HBM address of the result `[B][M][N]` (accumulator type).
     pub out: u64,
     /// `(B, M, K, N)`.
@@ -130,6 +133,16 @@ const MIN_CHUNKS_PER_CORE: usize = 4;
 /// Bytes of an HBM row below which a DMA's rate is set by its request count.
 const MIN_RUN_BYTES: usize = 512;
 
+/// Fewest rows per chunk [`StreamDot::plan`] cuts down to where VMEM is short.
+const MIN_CHUNK_ROWS: usize = 8;
+
+/// Most rows and result columns per chunk (where the buffers would not fit the budget).
+#[derive(Clone, Copy, Debug)]
+struct Cap {
+    rows: usize,
+    cols: usize,
+}
+
 /// Rows `m0 .. m0 + rows` of batch `b`, result columns from `n0`.
 #[derive(Clone, Copy, Debug)]
 struct Chunk {
@@ -149,35 +162,49 @@ struct Job {
 impl StreamDot {
     /// Chunk shape and schedule for `arch` and `cores` cores: DMA blocks of rows long enough
     /// for the engine's full rate and loads far enough ahead, made shorter and fewer while
-    /// the buffers do not fit the budget.
+    /// the buffers do not fit the budget, then chunks of fewer rows and columns.
     fn plan(&self, l: &Lowerer<'_>, cores: usize) -> Plan {
         let iw = self.mode.bytes() as usize;
         let kb = (l.arch.mxu.rows as usize).min(self.dims.2).max(1);
         let mut f = MIN_RUN_BYTES.div_ceil(kb * iw).max(1);
         let mut dmax = MAX_DEPTH;
+        let mut cap = Cap {
+            rows: usize::MAX,
+            cols: usize::MAX,
+        };
+        let cols = l.arch.mxu.cols as usize;
         loop {
-            let p = self.plan_with(l, cores, f, dmax);
+            let p = self.plan_with(l, cores, f, dmax, cap);
             let bytes: u64 = self.sizes(&p).iter().map(|x| x.div_ceil(64) * 64).sum();
-            if bytes <= self.budget || (f == 1 && dmax == 1) {
+            if bytes <= self.budget {
                 return p;
             }
             if f > 1 {
                 f /= 2;
-            } else {
+            } else if dmax > 1 {
                 dmax -= 1;
+            } else if p.mc > MIN_CHUNK_ROWS {
+                cap.rows = (p.mc.max(p.first_rows) / 2).max(MIN_CHUNK_ROWS);
+            } else if p.nc > cols {
+                cap.cols = (p.nc / 2).max(cols);
+            } else {
+                return p;
             }
         }
     }
 
     /// [`StreamDot::plan`] with DMA blocks of `f` weight loads and at most `dmax` jobs of
     /// lookahead.
-    fn plan_with(&self, l: &Lowerer<'_>, cores: usize, f: usize, dmax: usize) -> Plan {
+    fn plan_with(&self, l: &Lowerer<'_>, cores: usize, f: usize, dmax: usize, cap: Cap) -> Plan {
         let (nb, m, k, n) = self.dims;
         let a = l.arch;
         let iw = self.mode.bytes() as usize;
         let acc = (a.mxu.acc_rows as usize).max(2);
         let rows = a.mxu.rows as usize;
-        let nc = ((a.mxu.count * a.mxu.cols) as usize).min(n).max(1);
+        let nc = ((a.mxu.count * a.mxu.cols) as usize)
+            .min(cap.cols)
+            .min(n)
+            .max(1);
         let kb = rows.min(k).max(1);
         let kd = (kb * f).min(k.div_ceil(kb) * kb).max(kb);
         let first_block = if k > kd { kb } else { 0 };
@@ -191,7 +218,7 @@ impl StreamDot {
         let l_hbm = a.cycles_from_ns(a.hbm.latency_ns) as usize;
         let overhead = a.dma.setup_cycles as usize + l_hbm + rows + a.mxu.cols as usize;
         let write = |rows: usize| rows * nc * 4 / (a.dma.bytes_per_cycle.max(1) as usize);
-        let mut mc = (acc / 2).min(m).max(1);
+        let mut mc = (acc / 2).min(cap.rows).min(m).max(1);
         let chunks = |mc: usize| nb * m.div_ceil(mc) * n.div_ceil(nc);
         while mc > rows
             && (chunks(mc) < cores
@@ -207,7 +234,7 @@ impl StreamDot {
         let bw_cyc = a.bytes_per_cycle(a.hbm.gbps);
         let need = |r: usize| (cores.max(1) * iw * kb * (r + nc)) as f64 / r as f64;
         let mut first_rows = mc;
-        while first_rows * 2 <= acc / 2 && need(first_rows) > bw_cyc {
+        while first_rows * 2 <= (acc / 2).min(cap.rows) && need(first_rows) > bw_cyc {
             first_rows *= 2;
         }
         // One chunk at a time: a wavefront of several live chunks (each round every live
@@ -525,12 +552,18 @@ impl StreamDot {
                 let kk = p.kb.min(kdd - sub * p.kb);
                 for q in 0..ncur.div_ceil(cols) {
                     let nq = cols.min(ncur - q * cols);
+                    // A block is `kd × nc` (`k` rows), or `nc × kd` with `rhs_t`.
+                    let (off, stride) = if self.rhs_t {
+                        (q * cols * p.kd + sub * p.kb, p.kd)
+                    } else {
+                        (sub * p.kb * p.nc + q * cols, p.nc)
+                    };
                     let ldw = MxuOp::Ldw {
-                        addr: bufs.b[bs] + ((sub * p.kb * p.nc + q * cols) * iw) as u64,
+                        addr: bufs.b[bs] + (off * iw) as u64,
                         k: kk,
                         n: nq,
-                        stride: p.nc * iw,
-                        tr: false,
+                        stride: stride * iw,
+                        tr: self.rhs_t,
                     };
                     emit_op(l, q as u8, &ldw, self.mode, iw);
                     let matmul = MxuOp::Matmul {
@@ -670,7 +703,19 @@ impl StreamDot {
             k * iw,
             p.kd * iw,
         );
-        if with_b {
+        if with_b && self.rhs_t {
+            // `ncur` rows of `kk` elements from `rhs[b0][n0..][k0..]`.
+            let b_src = self.rhs + (((b0 * n + n0) * k + k0) * iw) as u64;
+            Self::strided_dma(
+                l,
+                (Space::Vmem, bufs.b[slots.1]),
+                (Space::Hbm, b_src),
+                kk * iw,
+                ncur,
+                k * iw,
+                p.kd * iw,
+            );
+        } else if with_b {
             let b_src = self.rhs + (((b0 * k + k0) * n + n0) * iw) as u64;
             Self::strided_dma(
                 l,
@@ -935,6 +980,7 @@ impl Lowerer<'_> {
             name: inst.name.clone(),
             lhs,
             rhs,
+            rhs_t: g.rhs_t,
             out: addr,
             dims: (g.nb, g.m, g.k, g.n),
             mode: g.mode,

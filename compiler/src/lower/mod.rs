@@ -1326,6 +1326,7 @@ impl<'a> Lowerer<'a> {
             name: inst.name.clone(),
             lhs: lhs.addr,
             rhs: rhs.addr,
+            rhs_t: g.rhs_t,
             out: addr,
             dims: (g.nb, g.m, g.k, g.n),
             mode: g.mode,
