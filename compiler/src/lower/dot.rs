@@ -217,43 +217,65 @@ pub(crate) fn prepare(
     let passes = if mode == MxuDtype::Int8 || exact_bf16 {
         1
     } else {
-        let prec = precision
-            .iter()
-            .copied()
-            .max_by_key(|p| match p {
-                Precision::Default => 0,
-                Precision::High => 1,
-                Precision::Highest => 2,
-            })
-            .unwrap_or(Precision::Default);
-        let p = match prec {
-            Precision::Default => 1,
-            Precision::High => 3,
-            Precision::Highest => 6,
-        };
-        p.max(l.opts.f32_dot_passes)
+        f32_passes(precision, l.opts.f32_dot_passes)
     };
-    // Parts in the MXU's input type.
-    let nparts = match passes {
-        1 => 1,
-        3 => 2,
-        _ => 3,
-    };
+    let nparts = f32_parts(passes);
     let lparts = parts(l, lhs_c, mode, nparts)?;
     let rparts = parts(l, rhs_c, mode, nparts)?;
-    // (lhs part, rhs part) per pass, smallest products first.
-    let pass_list: &[(usize, usize)] = match passes {
-        1 => &[(0, 0)],
-        3 => &[(1, 0), (0, 1), (0, 0)],
-        _ => &[(2, 0), (0, 2), (1, 1), (1, 0), (0, 1), (0, 0)],
-    };
+    // A bf16 operand is its one part (the rest is exactly 0): passes that would read a
+    // further part of it are dropped.
+    let pass_list: Vec<(usize, usize)> = f32_pass_list(passes)
+        .iter()
+        .copied()
+        .filter(|&(i, j)| i < lparts.len() && j < rparts.len())
+        .collect();
     Ok(MxuPlan {
         mode,
         acc_ty,
-        passes: pass_list.to_vec(),
+        passes: pass_list,
         lparts,
         rparts,
     })
+}
+
+/// bf16 passes of a dot of floating operands that are not both bf16: 1, 3 or 6 for the
+/// strongest of its `precision_config` (DEFAULT, HIGH, HIGHEST, as XLA on TPUs), at least
+/// `floor` ([`crate::CompileOptions::f32_dot_passes`]).
+pub fn f32_passes(precision: &[Precision], floor: u32) -> usize {
+    let prec = precision
+        .iter()
+        .copied()
+        .max_by_key(|p| match p {
+            Precision::Default => 0,
+            Precision::High => 1,
+            Precision::Highest => 2,
+        })
+        .unwrap_or(Precision::Default);
+    let p = match prec {
+        Precision::Default => 1,
+        Precision::High => 3,
+        Precision::Highest => 6,
+    };
+    p.max(floor as usize)
+}
+
+/// bf16 parts of each operand for `passes` passes (`x ≈ Σ parts`, each the rounding of what
+/// the parts before it leave).
+pub fn f32_parts(passes: usize) -> usize {
+    match passes {
+        1 => 1,
+        3 => 2,
+        _ => 3,
+    }
+}
+
+/// (lhs part, rhs part) of each of `passes` passes, smallest products first.
+pub fn f32_pass_list(passes: usize) -> &'static [(usize, usize)] {
+    match passes {
+        1 => &[(0, 0)],
+        3 => &[(1, 0), (0, 1), (0, 0)],
+        _ => &[(2, 0), (0, 2), (1, 1), (1, 0), (0, 1), (0, 0)],
+    }
 }
 
 fn is_mxu_float(t: ElementType) -> bool {
