@@ -11,10 +11,16 @@ pub trait Pass {
     fn name(&self) -> &'static str;
     /// Rewrites `m`; returns whether anything changed.
     fn run(&self, m: &mut Module) -> CResult<bool>;
+    /// FLOPs of dots this pass added that repeat a dot of the module (the bf16 passes of an
+    /// f32 dot after the first): the report counts each dot of the module once.
+    fn repeated_flops(&self) -> u64 {
+        0
+    }
 }
 
-/// The passes, in order.
-pub fn pipeline() -> Vec<Box<dyn Pass>> {
+/// The passes, in order, for a compilation of `opts` for `arch` (a pass that decides by the
+/// chip's sizes takes them here).
+pub fn pipeline(arch: &arch::ArchConfig, opts: &crate::CompileOptions) -> Vec<Box<dyn Pass>> {
     vec![
         Box::new(crate::passes::sync_async::SyncAsync),
         Box::new(crate::passes::expand_map::ExpandMap),
@@ -29,16 +35,29 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::passes::custom_call::CustomCallExpander),
         Box::new(crate::passes::constant_fold::ConstantFold),
         Box::new(crate::passes::simplify::Simplify),
+        // After `simplify` has read the narrow operands of widened bf16 dots.
+        Box::new(crate::passes::split_f32_dots::SplitF32Dots {
+            vmem_bytes: arch.vmem.bytes,
+            min_passes: opts.f32_dot_passes,
+            bf16: arch.mxu.dtypes.contains(&arch::MxuDtype::Bf16),
+            repeated: Default::default(),
+        }),
         Box::new(crate::passes::cse::Cse),
         Box::new(crate::passes::dce::Dce),
     ]
 }
 
-/// Runs [`pipeline`] on `m`.
-pub fn run_pipeline(m: &mut Module, verify_between: bool) -> CResult<()> {
-    for p in pipeline() {
+/// Runs [`pipeline`] on `m`; returns the FLOPs of dots the passes added that repeat a dot of
+/// the module ([`Pass::repeated_flops`]).
+pub fn run_pipeline(
+    m: &mut Module,
+    arch: &arch::ArchConfig,
+    opts: &crate::CompileOptions,
+) -> CResult<u64> {
+    let passes = pipeline(arch, opts);
+    for p in &passes {
         let changed = p.run(m)?;
-        if verify_between && changed {
+        if opts.verify_between_passes && changed {
             hlo::verify(m).map_err(|e| {
                 CompileError::Internal(format!(
                     "the module does not verify after pass `{}`: {}",
@@ -48,5 +67,5 @@ pub fn run_pipeline(m: &mut Module, verify_between: bool) -> CResult<()> {
             })?;
         }
     }
-    Ok(())
+    Ok(passes.iter().map(|p| p.repeated_flops()).sum())
 }

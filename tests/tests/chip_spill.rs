@@ -456,3 +456,29 @@ fn a_streamed_dot_cuts_its_chunks_to_fit_a_small_vmem() {
     let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=1048576"]).unwrap();
     chip_matches_evaluator_on(&arch, text, vec![], 13, 0.0, false);
 }
+
+/// An f32 MLP whose hidden activation (512 KiB) is larger than a quarter of a 1 MiB VMEM: the
+/// f32 dots become the bf16 dots of their operands' parts (6 passes here, as the tests force
+/// for conformance; `split-f32-dots`), the parts stream as element-wise regions and the dots
+/// from HBM, the second with its weights `[N][K]` (x·Wᵀ). Matches the evaluator at f32
+/// accuracy, and the report counts each of the module's two dots once.
+#[test]
+fn f32_dots_larger_than_vmem_stream_as_the_bf16_dots_of_their_parts() {
+    let text = "HloModule f32mlp\n\nENTRY e {\n  x = f32[256,192] parameter(0)\n  w1 = \
+                f32[192,512] parameter(1)\n  w2 = f32[128,512] parameter(2)\n  h = f32[256,512] \
+                dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  r = \
+                f32[256,512] tanh(h)\n  ROOT y = f32[256,128] dot(r, w2), \
+                lhs_contracting_dims={1}, rhs_contracting_dims={1}\n}\n";
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=1048576"]).unwrap();
+    let c = chip_matches_evaluator_on(&arch, text, vec![], 17, 1e-4, true);
+    let dots = c
+        .module
+        .entry()
+        .insts
+        .values()
+        .filter(|i| i.opcode == hlo::Opcode::Dot)
+        .count();
+    assert_eq!(dots, 12, "6 passes for each of the 2 dots");
+    assert!(c.stats.late_streams >= 1, "{:?}", c.stats);
+    assert_eq!(c.stats.flops, 2 * (256 * 192 * 512 + 256 * 512 * 128));
+}

@@ -15,6 +15,7 @@ pub mod reduce_precision;
 pub(crate) mod rewrite;
 pub mod rng;
 pub mod simplify;
+pub mod split_f32_dots;
 pub mod sync_async;
 
 use hlo::{Computation, InstId};

@@ -1,0 +1,240 @@
+//! A floating dot of the entry computation that is too large for VMEM and is not bf16 × bf16
+//! (f32, f16, or one bf16 operand) becomes the bf16 dots of its operands' parts, summed in f32:
+//! the same arithmetic the MXU passes of a VMEM-resident dot do (`lower::dot::prepare`: 1, 3 or
+//! 6 passes for DEFAULT, HIGH, HIGHEST, at least `CompileOptions::f32_dot_passes`), written in
+//! HLO so that every piece streams from HBM:
+//!
+//! ```text
+//! x0 = convert(x) to bf16          x1 = convert(x − f32(x0)) to bf16     x2 = …
+//! dot = Σ over the passes (i, j), smallest products first, of dot(xi, yj) → f32
+//! ```
+//!
+//! The parts are element-wise (they stream as regions, `lower::stream_ew`), and the dots of
+//! bf16 parts are in the streamed form (`lower::dot_stream`). "Too large": an operand or the
+//! result is larger than a quarter of VMEM (what makes a bf16 dot stream). Only dots whose
+//! dimensions are in a streamed order ([`crate::lower::dot::stream_order`]) with an f32 result:
+//! any other stays whole and lowering reports what does not fit.
+//!
+//! The sums differ from the VMEM path's only in where the passes are added (in f32 adds here,
+//! in the MXU's f32 accumulators there): rounding in the last bits of f32.
+
+use super::rewrite::{run_expander_in, OpExpander, Rw};
+use crate::error::CResult;
+use crate::lower::dot::{f32_parts, f32_pass_list, f32_passes, stream_order};
+use crate::lower::stream_ew::BIG_FRACTION;
+use crate::pass::Pass;
+use hlo::{ElementType, InstId, Instruction, Module, Opcode};
+
+/// See the module docs.
+pub struct SplitF32Dots {
+    /// `vmem.bytes` of the chip compiled for.
+    pub vmem_bytes: u64,
+    /// `CompileOptions::f32_dot_passes`.
+    pub min_passes: u32,
+    /// Whether the chip's MXUs take bf16 (else nothing is split: lowering names the mode).
+    pub bf16: bool,
+    /// FLOPs of the pass dots after the first of each split dot ([`Pass::repeated_flops`]).
+    pub repeated: std::cell::Cell<u64>,
+}
+
+impl Pass for SplitF32Dots {
+    fn name(&self) -> &'static str {
+        "split-f32-dots"
+    }
+    fn repeated_flops(&self) -> u64 {
+        self.repeated.get()
+    }
+    fn run(&self, m: &mut Module) -> CResult<bool> {
+        if !self.bf16 {
+            return Ok(false);
+        }
+        let entry = m.entry;
+        run_expander_in(self, m, entry)
+    }
+}
+
+fn float(t: ElementType) -> bool {
+    matches!(t, ElementType::F32 | ElementType::F16 | ElementType::BF16)
+}
+
+impl OpExpander for SplitF32Dots {
+    fn matches(&self, i: &Instruction) -> bool {
+        i.opcode == Opcode::Dot
+            && i.operands.len() == 2
+            && i.shape
+                .as_array()
+                .is_some_and(|a| a.ty == ElementType::F32 && !a.is_dynamic())
+    }
+
+    fn expand(&self, rw: &mut Rw<'_>, h: InstId) -> CResult<Option<InstId>> {
+        let i = rw.m.comps[rw.c].insts[h].clone();
+        let (l, r) = (rw.arr(i.operands[0])?, rw.arr(i.operands[1])?);
+        if !float(l.ty)
+            || !float(r.ty)
+            || (l.ty == ElementType::BF16 && r.ty == ElementType::BF16)
+            || l.is_dynamic()
+            || r.is_dynamic()
+        {
+            return Ok(None);
+        }
+        let hlo::View::Dot(dv) = i.view() else {
+            return Ok(None);
+        };
+        if stream_order(&dv, l.dims.len(), r.dims.len()).is_none() {
+            return Ok(None);
+        }
+        let limit = self.vmem_bytes / BIG_FRACTION;
+        let big = [&l, &r, i.shape.as_array().expect("matched")]
+            .iter()
+            .any(|a| {
+                hlo::Shape::Array((*a).clone())
+                    .byte_size()
+                    .is_none_or(|b| b > limit)
+            });
+        if !big {
+            return Ok(None);
+        }
+        let passes = f32_passes(dv.precision, self.min_passes);
+        let n = f32_parts(passes);
+        let lp = parts(rw, i.operands[0], n)?;
+        let rp = parts(rw, i.operands[1], n)?;
+        // The dot's own dimension numbers, default precision (bf16 × bf16 is one pass).
+        let mut attrs = i.attrs.clone().into_inner();
+        attrs.operand_precision = None;
+        let out = i.shape.as_array().expect("matched");
+        let flops = 2
+            * out.udims().iter().product::<usize>() as u64
+            * dv.lhs_contracting
+                .iter()
+                .map(|&d| l.dims[d as usize] as u64)
+                .product::<u64>();
+        let mut sum: Option<InstId> = None;
+        for &(a, b) in f32_pass_list(passes) {
+            let (Some(&x), Some(&y)) = (lp.get(a), rp.get(b)) else {
+                continue;
+            };
+            let d = rw.add(Opcode::Dot, &[x, y], attrs.clone(), Some(i.shape.clone()))?;
+            sum = Some(match sum {
+                None => d,
+                Some(s) => {
+                    self.repeated.set(self.repeated.get() + flops);
+                    rw.op(Opcode::Add, &[s, d])?
+                }
+            });
+        }
+        Ok(sum)
+    }
+}
+
+/// `x` as at most `n` bf16 parts (`x ≈ Σ parts`): a bf16 `x` is its one part.
+fn parts(rw: &mut Rw<'_>, x: InstId, n: usize) -> CResult<Vec<InstId>> {
+    let t = rw.arr(x)?.ty;
+    if t == ElementType::BF16 {
+        return Ok(vec![x]);
+    }
+    let mut rest = if t == ElementType::F32 {
+        x
+    } else {
+        rw.convert(x, ElementType::F32)?
+    };
+    let mut out = Vec::with_capacity(n);
+    for k in 0..n {
+        let p = rw.convert(rest, ElementType::BF16)?;
+        out.push(p);
+        if k + 1 < n {
+            let back = rw.convert(p, ElementType::F32)?;
+            rest = rw.op(Opcode::Subtract, &[rest, back])?;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::passes::testing::{assert_matches, eval_both, expand};
+    use hlo::{ArrayData, Literal};
+
+    const DOT: &str = "HloModule d\n\nENTRY e {\n  x = f32[64,48] parameter(0)\n  w = f32[40,48] \
+                       parameter(1)\n  ROOT y = f32[64,40] dot(x, w), lhs_contracting_dims={1}, \
+                       rhs_contracting_dims={1}PREC\n}\n";
+
+    fn split(passes: u32, prec: &str) -> (Module, Module) {
+        let text = DOT.replace("PREC", prec);
+        // 64·48·4 bytes = 12 KiB: "too large" on a 32 KiB VMEM.
+        let p = SplitF32Dots {
+            vmem_bytes: 32 << 10,
+            min_passes: passes,
+            bf16: true,
+            repeated: Default::default(),
+        };
+        expand(&text, &[&p])
+    }
+
+    fn dots(m: &Module) -> usize {
+        m.entry()
+            .insts
+            .values()
+            .filter(|i| i.opcode == Opcode::Dot)
+            .count()
+    }
+
+    #[test]
+    fn an_f32_dot_larger_than_a_quarter_of_vmem_becomes_bf16_dots_of_its_parts() {
+        for (passes, prec, want) in [
+            (1, "", 1),
+            (3, "", 3),
+            (1, ", operand_precision={high,default}", 3),
+            (6, "", 6),
+        ] {
+            let (m, x) = split(passes, prec);
+            assert_eq!(dots(&x), want, "{passes} {prec}");
+            for i in x.entry().insts.values().filter(|i| i.opcode == Opcode::Dot) {
+                for &o in &i.operands {
+                    let t = x.entry().insts[o].shape.as_array().unwrap().ty;
+                    assert_eq!(t, ElementType::BF16);
+                }
+            }
+            // Within the passes' accuracy of the f32 dot: about 2^-8 relative for one pass,
+            // 2^-16 for three, f32 rounding for six.
+            let f = |n: usize, s: f32| -> Vec<f32> {
+                (0..n).map(|k| ((k * 37 % 101) as f32 - 50.0) * s).collect()
+            };
+            let args = [
+                Literal::array(vec![64, 48], ArrayData::F32(f(64 * 48, 0.0123))),
+                Literal::array(vec![40, 48], ArrayData::F32(f(40 * 48, 0.0371))),
+            ];
+            let (want_v, have) = eval_both(&m, &x, &args);
+            let tol = match want {
+                1 => 5e-2,
+                3 => 1e-3,
+                _ => 1e-5,
+            };
+            assert_matches(eval::case::Check::Close, tol, &want_v, &have);
+        }
+    }
+
+    #[test]
+    fn a_small_dot_or_one_not_in_a_streamed_order_stays_whole() {
+        let text = DOT.replace("PREC", "");
+        let mut m = hlo::parse(&text).unwrap();
+        let p = SplitF32Dots {
+            vmem_bytes: 16 << 20,
+            min_passes: 6,
+            bf16: true,
+            repeated: Default::default(),
+        };
+        assert!(!p.run(&mut m).unwrap());
+        let lhs_t = "HloModule d\n\nENTRY e {\n  x = f32[48,64] parameter(0)\n  w = f32[48,40] \
+                     parameter(1)\n  ROOT y = f32[64,40] dot(x, w), lhs_contracting_dims={0}, \
+                     rhs_contracting_dims={0}\n}\n";
+        let mut m = hlo::parse(lhs_t).unwrap();
+        let p = SplitF32Dots {
+            vmem_bytes: 1 << 10,
+            min_passes: 1,
+            bf16: true,
+            repeated: Default::default(),
+        };
+        assert!(!p.run(&mut m).unwrap());
+    }
+}
