@@ -215,11 +215,11 @@ fn print_compile_summary(c: &Compiled, arch: &arch::ArchConfig) {
         c.stats.emit.waits, c.stats.emit.fences, c.stats.emit.base_loads
     );
     let st = &c.stats;
-    if st.ew_streams + st.late_streams + st.reduce_streams > 0 {
+    if st.ew_streams + st.late_streams + st.reduce_streams + st.transpose_streams > 0 {
         println!(
             "streamed from HBM (values larger than a quarter of VMEM): {} element-wise regions, \
-             {} dots where they stand, {} reduces",
-            st.ew_streams, st.late_streams, st.reduce_streams
+             {} dots where they stand, {} reduces, {} transposes",
+            st.ew_streams, st.late_streams, st.reduce_streams, st.transpose_streams
         );
     }
     let sp = &c.stats.spill;
@@ -1073,6 +1073,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<Outcome> {
                 "element_wise_regions": c.stats.ew_streams,
                 "late_dots": c.stats.late_streams,
                 "reduces": c.stats.reduce_streams,
+                "transposes": c.stats.transpose_streams,
             },
             "spill": {
                 "spills": c.stats.spill.spills,

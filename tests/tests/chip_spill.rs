@@ -216,15 +216,15 @@ fn a_64_mib_element_wise_chain_streams_through_a_16_mib_vmem() {
     assert!(c.stats.vmem_peak < v4.vmem.bytes);
 }
 
-/// A value larger than VMEM read by an op that does not stream (a transpose) is refused with
+/// A value larger than VMEM read by an op that does not stream (a reverse) is refused with
 /// the buffer's size and the instruction's place, not a wrong answer.
 #[test]
 fn a_value_larger_than_vmem_that_cannot_stream_is_refused_with_its_size() {
     let text = "HloModule big\n\nENTRY e {\n  a = f32[64,64] parameter(0)\n  t = f32[64,64] \
-                tanh(a)\n  ROOT p = f32[64,64] transpose(t), dimensions={1,0}\n}\n";
+                tanh(a)\n  ROOT p = f32[64,64] reverse(t), dimensions={0}\n}\n";
     let m = hlo::verified(hlo::parse(text).unwrap()).unwrap();
     let Err(err) = compiler::compile(&m, &chip(8192), &compiler::CompileOptions::default()) else {
-        panic!("16 KiB values transposed on an 8 KiB VMEM");
+        panic!("16 KiB values reversed on an 8 KiB VMEM");
     };
     let msg = err.render("big.hlo");
     assert!(msg.contains("16384-byte VMEM buffer does not fit"), "{msg}");
@@ -481,4 +481,84 @@ fn f32_dots_larger_than_vmem_stream_as_the_bf16_dots_of_their_parts() {
     assert_eq!(dots, 12, "6 passes for each of the 2 dots");
     assert!(c.stats.late_streams >= 1, "{:?}", c.stats);
     assert_eq!(c.stats.flops, 2 * (256 * 192 * 512 + 256 * 512 * 128));
+}
+
+/// Transposes of values larger than a quarter of VMEM stream from HBM to HBM: every
+/// permutation of a rank-4 `s32[3,5,7,40]` (with a size-1 dimension put in: rank 5) on a
+/// 32 KiB VMEM, bit-exact. Those that keep the last dimension last are DMA descriptors only
+/// (4 outer groups loop over the descriptors' 3 dimensions); the others turn tiles on the VPU.
+#[test]
+fn every_transpose_of_a_value_larger_than_vmem_streams_hbm_to_hbm_bit_exact() {
+    let dims = [3usize, 5, 1, 7, 40];
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=32768"]).unwrap();
+    let mut perm: Vec<usize> = (0..dims.len()).collect();
+    let mut n = 0;
+    // Heap's algorithm over all 120 permutations; every fourth one runs (30), and the
+    // identity, the reversal and "keep the last" ones are always among them.
+    let mut c = vec![0usize; dims.len()];
+    let mut all = vec![perm.clone()];
+    let mut i = 0;
+    while i < dims.len() {
+        if c[i] < i {
+            if i % 2 == 0 {
+                perm.swap(0, i);
+            } else {
+                perm.swap(c[i], i);
+            }
+            all.push(perm.clone());
+            c[i] += 1;
+            i = 0;
+        } else {
+            c[i] = 0;
+            i += 1;
+        }
+    }
+    assert_eq!(all.len(), 120);
+    let (mut runs, mut tiles) = (0, 0);
+    for (k, p) in all.iter().enumerate() {
+        let keep_last = p[4] == 4;
+        let reversed = *p == [4, 3, 2, 1, 0];
+        if k % 4 != 0 && !(keep_last && k % 2 == 0) && !reversed {
+            continue;
+        }
+        let out: Vec<String> = p.iter().map(|&d| dims[d].to_string()).collect();
+        let list: Vec<String> = p.iter().map(|d| d.to_string()).collect();
+        let text = format!(
+            "HloModule t\n\nENTRY e {{\n  x = s32[3,5,1,7,40] parameter(0)\n  ROOT y = s32[{}] \
+             transpose(x), dimensions={{{}}}\n}}\n",
+            out.join(","),
+            list.join(",")
+        );
+        let c = chip_matches_evaluator_on(&arch, &text, vec![], 21 + k as u64, 0.0, false);
+        // Moving only the size-1 dimension moves no data: the result aliases the operand.
+        let moved: Vec<usize> = p.iter().copied().filter(|&d| dims[d] != 1).collect();
+        let identity = moved.windows(2).all(|w| w[0] < w[1]);
+        assert!(
+            identity || c.stats.transpose_streams == 1,
+            "{p:?}: {:?}",
+            c.stats
+        );
+        let asm = isa::disasm::disasm(&c.program);
+        if asm.contains("vpu.transpose") {
+            tiles += 1;
+        } else if !identity {
+            runs += 1;
+        }
+        n += 1;
+    }
+    assert!(n >= 30 && runs >= 5 && tiles >= 20, "{n} {runs} {tiles}");
+}
+
+/// bf16 and f32 transposes read by other streamed work: `[B,S,H,D] → [B,H,S,D]` (attention's
+/// heads, DMA only) and a 2-D transpose of a weight that a dot then reads, on 1 MiB of VMEM.
+#[test]
+fn attention_head_and_weight_transposes_larger_than_vmem_stream_and_feed_their_readers() {
+    let text = "HloModule heads\n\nENTRY e {\n  x = bf16[2,256,8,64] parameter(0)\n  w = \
+                f32[512,384] parameter(1)\n  h = bf16[2,8,256,64] transpose(x), \
+                dimensions={0,2,1,3}\n  n = bf16[2,8,256,64] negate(h)\n  wt = f32[384,512] \
+                transpose(w), dimensions={1,0}\n  e = f32[384,512] exponential(wt)\n  ROOT t = \
+                (bf16[2,8,256,64], f32[384,512]) tuple(n, e)\n}\n";
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=1048576"]).unwrap();
+    let c = chip_matches_evaluator_on(&arch, text, vec![], 23, 1e-6, false);
+    assert_eq!(c.stats.transpose_streams, 2, "{:?}", c.stats);
 }

@@ -35,6 +35,7 @@ pub mod sendrecv;
 pub mod sort;
 pub mod spill;
 pub mod stream_ew;
+pub mod transpose_stream;
 pub mod variadic;
 
 use crate::error::{CResult, CompileError};
@@ -153,6 +154,8 @@ pub struct LowerStats {
     pub late_streams: u64,
     /// Reduces that stream their operand from HBM ([`reduce`]).
     pub reduce_streams: u64,
+    /// Transposes from HBM to HBM ([`transpose_stream`]).
+    pub transpose_streams: u64,
     /// Values moved between VMEM and HBM because the live ones did not fit ([`spill`]).
     pub spill: spill::SpillStats,
     /// What the infeed stream carries, in program order (infeeds and host recvs).
@@ -443,6 +446,7 @@ impl<'a> Lowerer<'a> {
                     || in_region[u.index()]
                     || dot_stream::big_dot(c, u, arch.vmem.bytes)
                     || reduce::big_trailing_reduce(c, u, arch.vmem.bytes)
+                    || transpose_stream::big_transpose(c, u, arch.vmem.bytes)
             })
             .collect();
         for &p in &params {
@@ -562,14 +566,15 @@ impl<'a> Lowerer<'a> {
     /// Whether entry instruction `h` reads its operands from VMEM (so spilled ones are
     /// reloaded first): not fused into another's code, and not one that streams them from HBM
     /// (dots, convolutions and all-reduces planned to stream, element-wise regions,
-    /// late-streamed dots, streamed reduces).
+    /// late-streamed dots, streamed reduces and transposes).
     fn reads_operands_in_vmem(&self, h: InstId) -> CResult<bool> {
         Ok(!self.fused[h.index()]
             && !self.coll_streams[h.index()]
             && self.stream[h.index()].is_none()
             && self.ew_regions[h.index()].is_none()
             && !self.streams_late(h)?
-            && !self.reduce_streams(h)?)
+            && !self.reduce_streams(h)?
+            && !self.transpose_streams(h)?)
     }
 
     /// The computation being lowered.
@@ -591,6 +596,9 @@ impl<'a> Lowerer<'a> {
         }
         if self.streams_late(h)? {
             return self.lower_late_stream(h);
+        }
+        if self.transpose_streams(h)? {
+            return self.transpose_streamed(h);
         }
         let c = self.comp();
         let inst = &c.insts[h];

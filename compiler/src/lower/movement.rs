@@ -26,6 +26,34 @@ fn for_each_index(dims: &[usize], mut f: impl FnMut(&[usize], usize)) {
     }
 }
 
+/// A transpose of `dims` by `perm` (`out.dims[i] = dims[perm[i]]`) in its fewest dimensions:
+/// size-1 dimensions dropped (they move no data) and each run of output dimensions that stay
+/// adjacent and in order in the source merged into one group. Returns the groups' sizes in
+/// source order and the permutation of groups (output group `k` is source group `rank[k]`);
+/// one group or none is no movement at all.
+pub(crate) fn collapse(dims: &[usize], perm: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let kept: Vec<usize> = (0..dims.len()).filter(|&d| dims[d] != 1).collect();
+    let renum = |d: usize| kept.iter().position(|&k| k == d);
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for r in perm.iter().filter_map(|&p| renum(p)) {
+        match groups.last_mut() {
+            Some(g) if *g.last().expect("non-empty") + 1 == r => g.push(r),
+            _ => groups.push(vec![r]),
+        }
+    }
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&k| groups[k][0]);
+    let mut rank = vec![0; groups.len()];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k] = r;
+    }
+    let sizes = order
+        .iter()
+        .map(|&k| groups[k].iter().map(|&d| dims[kept[d]]).product())
+        .collect();
+    (sizes, rank)
+}
+
 /// An attribute's dimension numbers as indices.
 fn dims_of(d: &[i64]) -> Vec<usize> {
     d.iter().map(|&x| x as usize).collect()
@@ -166,25 +194,8 @@ impl Lowerer<'_> {
 
     /// `dst = transpose(src, perm)` (`dst.dims[i] = src.dims[perm[i]]`).
     pub(crate) fn permute_into(&mut self, dst: &Buf, src: &Buf, perm: &[usize]) -> CResult<()> {
-        // Size-1 dimensions do not move data: drop them and renumber the rest, then merge runs
-        // of output dimensions that stay adjacent and in order in the source.
-        let kept: Vec<usize> = (0..src.dims.len()).filter(|&d| src.dims[d] != 1).collect();
-        let renum = |d: usize| kept.iter().position(|&k| k == d);
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        for r in perm.iter().filter_map(|&p| renum(p)) {
-            match groups.last_mut() {
-                Some(g) if *g.last().expect("non-empty") + 1 == r => g.push(r),
-                _ => groups.push(vec![r]),
-            }
-        }
-        let size = |g: &Vec<usize>| g.iter().map(|&d| src.dims[kept[d]]).product::<usize>();
-        let mut order: Vec<usize> = (0..groups.len()).collect();
-        order.sort_by_key(|&k| groups[k][0]);
-        // rank[k] = position in the source of output group k.
-        let mut rank = vec![0; groups.len()];
-        for (r, &k) in order.iter().enumerate() {
-            rank[k] = r;
-        }
+        let (sizes, rank) = collapse(&src.dims, perm);
+        let size = |k: usize| sizes[rank[k]];
         let t = self.vty(dst.ty)?;
         let w = dst.ty.byte_size() as u64;
         match rank.as_slice() {
@@ -203,9 +214,9 @@ impl Lowerer<'_> {
             }
             [1, 0] | [0, 2, 1] => {
                 let (p, a, b) = if rank.len() == 2 {
-                    (1, size(&groups[1]), size(&groups[0]))
+                    (1, size(1), size(0))
                 } else {
-                    (size(&groups[0]), size(&groups[2]), size(&groups[1]))
+                    (size(0), size(2), size(1))
                 };
                 // src is [p][a][b], dst is [p][b][a].
                 let plane = (a * b) as u64;
