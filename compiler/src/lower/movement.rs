@@ -244,6 +244,18 @@ impl Lowerer<'_> {
             }
             _ => {}
         }
+        // The last group stays last: DMA descriptors of its runs, VMEM to VMEM (rows of at
+        // least 64 bytes; shorter ones are cheaper gathered).
+        let run = sizes.last().copied().unwrap_or(1) as u64 * w;
+        if rank.last() == Some(&(rank.len() - 1)) && run >= 64 {
+            return self.transpose_runs(
+                (Space::Vmem, dst.addr),
+                (Space::Vmem, src.addr),
+                &sizes,
+                &rank,
+                w,
+            );
+        }
         // General: an index table.
         self.gather_by(dst, src, |idx, ss| {
             perm.iter().enumerate().map(|(i, &p)| idx[i] * ss[p]).sum()

@@ -110,7 +110,7 @@ impl Lowerer<'_> {
         let w = ty.byte_size() as u64;
         let unit_waits = std::mem::replace(&mut self.e.unit_waits, true);
         let r = if rank.len() <= 1 || rank.last() == Some(&(rank.len() - 1)) {
-            self.transpose_runs(slot.addr, src, &sizes, &rank, w)
+            self.transpose_runs((Space::Hbm, slot.addr), (Space::Hbm, src), &sizes, &rank, w)
         } else {
             self.vty(ty)
                 .and_then(|t| self.transpose_tiles(slot.addr, src, &sizes, &rank, t, w))
@@ -121,11 +121,13 @@ impl Lowerer<'_> {
         Ok(self.in_hbm(&slot, lu))
     }
 
-    /// The last group stays last: descriptors of contiguous runs, HBM to HBM.
-    fn transpose_runs(
+    /// A transpose whose last group stays last (groups and `rank` from [`collapse`]; `w`-byte
+    /// elements): descriptors of contiguous runs, `src` to `dst` (HBM to HBM here; VMEM to
+    /// VMEM for `movement`'s in-VMEM transposes).
+    pub(crate) fn transpose_runs(
         &mut self,
-        dst: u64,
-        src: u64,
+        (dsp, dst): (Space, u64),
+        (ssp, src): (Space, u64),
         sizes: &[usize],
         rank: &[usize],
         w: u64,
@@ -133,7 +135,7 @@ impl Lowerer<'_> {
         let g = rank.len();
         let total: u64 = sizes.iter().map(|&s| s as u64).product::<u64>() * w;
         if g <= 1 {
-            return self.dma((Space::Hbm, dst), (Space::Hbm, src), total);
+            return self.dma((dsp, dst), (ssp, src), total);
         }
         let ss = strides(sizes);
         let out_sizes: Vec<usize> = rank.iter().map(|&r| sizes[r]).collect();
@@ -183,7 +185,7 @@ impl Lowerer<'_> {
                 }
                 let s_at = src + (so + t0 * ss[rank[looped]]) * w;
                 let d_at = dst + (d0 + t0 * ds[looped]) * w;
-                self.dma_nd((Space::Hbm, d_at), (Space::Hbm, s_at), len, ddims)?;
+                self.dma_nd((dsp, d_at), (ssp, s_at), len, ddims)?;
                 t0 += cnt;
             }
         }
