@@ -562,3 +562,26 @@ fn attention_head_and_weight_transposes_larger_than_vmem_stream_and_feed_their_r
     let c = chip_matches_evaluator_on(&arch, text, vec![], 23, 1e-6, false);
     assert_eq!(c.stats.transpose_streams, 2, "{:?}", c.stats);
 }
+
+/// Reduces of values larger than a quarter of VMEM over dimensions that are not the last ones
+/// (a sum over the first and last of three, a max over the rows of a matrix) move the reduced
+/// dimensions last with a streamed transpose, then stream as trailing reduces. On 1 MiB of
+/// VMEM, against the evaluator (the max bit-exact).
+#[test]
+fn reduces_over_leading_dimensions_of_values_larger_than_vmem_move_them_last_and_stream() {
+    let text = "HloModule red\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \
+                ROOT s = f32[] add(a, b)\n}\n\nmx {\n  c = s32[] parameter(0)\n  d = s32[] \
+                parameter(1)\n  ROOT mm = s32[] maximum(c, d)\n}\n\nENTRY e {\n  x = \
+                f32[128,100,8] parameter(0)\n  y = s32[64,2000] parameter(1)\n  z = f32[] \
+                constant(0)\n  m = s32[] constant(-2147483648)\n  r0 = f32[100] reduce(x, z), \
+                dimensions={0,2}, to_apply=add\n  r1 = s32[2000] reduce(y, m), dimensions={0}, \
+                to_apply=mx\n  ROOT t = (f32[100], s32[2000]) tuple(r0, r1)\n}\n";
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=1048576"]).unwrap();
+    let c = chip_matches_evaluator_on(&arch, text, vec![], 29, 1e-5, false);
+    assert_eq!(
+        (c.stats.reduce_streams, c.stats.transpose_streams),
+        (2, 2),
+        "{:?}",
+        c.stats
+    );
+}

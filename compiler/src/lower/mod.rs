@@ -445,7 +445,7 @@ impl<'a> Lowerer<'a> {
                     || l.coll_streams[u.index()]
                     || in_region[u.index()]
                     || dot_stream::big_dot(c, u, arch.vmem.bytes)
-                    || reduce::big_trailing_reduce(c, u, arch.vmem.bytes)
+                    || reduce::big_reduce(c, u, arch.vmem.bytes)
                     || transpose_stream::big_transpose(c, u, arch.vmem.bytes)
             })
             .collect();

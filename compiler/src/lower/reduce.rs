@@ -4,8 +4,10 @@
 //! binary op of its two parameters (add, multiply, minimum, maximum, and, or, xor); variadic
 //! reductions go to [`super::variadic`]; other reducers are not supported yet.
 //!
-//! An operand in HBM, or larger than a quarter of VMEM, whose reduced dimensions are its last
-//! ones is streamed ([`Lowerer::reduce_streamed`]): as `[rows, cols]`, tiles of whole rows (or,
+//! An operand in HBM, or larger than a quarter of VMEM, is streamed
+//! ([`Lowerer::reduce_streamed`]): reduced dimensions that are not its last ones are moved last
+//! first, HBM to HBM ([`super::transpose_stream`]); then, as `[rows, cols]`, tiles of whole
+//! rows (or,
 //! for rows longer than a tile, one row's column chunk; a tile is at most 512 KiB and an eighth
 //! of VMEM) are copied in, two buffers alternating,
 //! and each reduced into a partial; a row's partials are reduced last. The result stays in
@@ -127,18 +129,17 @@ pub fn lower(l: &mut Lowerer<'_>, h: InstId) -> CResult<Option<Val>> {
     Ok(Some(Val::Array(out)))
 }
 
-/// Whether `reduce` `h` of `c` reads its operand as rows of its trailing reduced dimensions
-/// (the streamed form) and that operand is larger than a quarter of VMEM `vmem`.
-pub fn big_trailing_reduce(c: &hlo::Computation, h: InstId, vmem: u64) -> bool {
+/// Whether `reduce` `h` of `c` has one operand and that operand is larger than a quarter of
+/// VMEM `vmem` (it streams).
+pub fn big_reduce(c: &hlo::Computation, h: InstId, vmem: u64) -> bool {
     let inst = &c.insts[h];
     if inst.opcode != Opcode::Reduce || inst.operands.len() != 2 {
         return false;
     }
-    trailing(inst)
-        && c.insts[inst.operands[0]]
-            .shape
-            .byte_size()
-            .is_some_and(|b| b > vmem / super::stream_ew::BIG_FRACTION)
+    c.insts[inst.operands[0]]
+        .shape
+        .byte_size()
+        .is_some_and(|b| b > vmem / super::stream_ew::BIG_FRACTION)
 }
 
 /// Whether a two-operand reduce's dimensions are its operand's last ones, in order.
@@ -154,19 +155,16 @@ fn trailing(inst: &hlo::Instruction) -> bool {
 }
 
 impl Lowerer<'_> {
-    /// Whether reduce `h` streams its operand (module docs): trailing reduced dimensions, and
-    /// the operand in HBM or larger than a quarter of VMEM.
+    /// Whether reduce `h` streams its operand (module docs): the operand in HBM or larger than
+    /// a quarter of VMEM.
     pub(crate) fn reduce_streams(&self, h: InstId) -> CResult<bool> {
         let c = self.comp();
         let inst = &c.insts[h];
         if self.depth() != 0 || inst.opcode != Opcode::Reduce || inst.operands.len() != 2 {
             return Ok(false);
         }
-        if !trailing(inst) {
-            return Ok(false);
-        }
         let hbm = matches!(self.val(inst.operands[0])?, Val::Hbm(_));
-        Ok(hbm || big_trailing_reduce(c, h, self.arch.vmem.bytes))
+        Ok(hbm || big_reduce(c, h, self.arch.vmem.bytes))
     }
 
     /// Lowers reduce `h` (reducer `op`) streaming its operand from HBM (module docs).
@@ -179,8 +177,29 @@ impl Lowerer<'_> {
             .as_array()
             .ok_or_else(|| CompileError::Internal("reduce of a non-array".into()))?
             .ty;
-        let src = self.hbm_copy_of(x)?;
+        let mut src = self.hbm_copy_of(x)?;
         self.untouch(&[x]);
+        if !trailing(inst) {
+            // The reduced dimensions moved last, HBM to HBM.
+            let hlo::View::Reduce { dimensions, .. } = inst.view() else {
+                return Err(CompileError::Internal("reduce view".into()));
+            };
+            let sd = self.comp().insts[x]
+                .shape
+                .as_array()
+                .ok_or_else(|| CompileError::Internal("reduce of a non-array".into()))?
+                .udims();
+            let mut rd: Vec<usize> = dimensions.iter().map(|&d| d as usize).collect();
+            rd.sort();
+            let mut perm: Vec<usize> = (0..sd.len()).filter(|d| !rd.contains(d)).collect();
+            perm.extend(&rd);
+            let pd: Vec<usize> = perm.iter().map(|&p| sd[p]).collect();
+            let name = format!("the reduced dimensions of {} moved last", inst.name);
+            let t = self.hbm_array(src_ty, pd, &name)?;
+            self.transpose_hbm(t.addr, src, &sd, &perm, src_ty)?;
+            self.stats.transpose_streams += 1;
+            src = t.addr;
+        }
         let init = self.vmem_value(init_h)?;
         let (ty, dims) = self.out_shape(h)?;
         let t = self.vty(ty)?;

@@ -95,7 +95,7 @@ impl Lowerer<'_> {
             .udims();
         let (ty, dims) = self.out_shape(h)?;
         let lu = self.last_use_of(h);
-        let (sizes, rank) = collapse(&src_dims, &perm);
+        let (_, rank) = collapse(&src_dims, &perm);
         if rank.len() <= 1 || rank.iter().enumerate().all(|(i, &r)| i == r) {
             // No data moves: the same bytes with the output's dimensions.
             if let Val::Hbm(s) = self.val(x)? {
@@ -107,18 +107,31 @@ impl Lowerer<'_> {
         let src = self.hbm_copy_of(x)?;
         self.untouch(&[x]);
         let slot = self.hbm_array(ty, dims, &inst.name)?;
+        self.transpose_hbm(slot.addr, src, &src_dims, &perm, ty)?;
+        self.stats.transpose_streams += 1;
+        Ok(self.in_hbm(&slot, lu))
+    }
+
+    /// `dst = transpose(src, perm)` for arrays of `ty` in HBM (`src_dims` the source's).
+    pub(crate) fn transpose_hbm(
+        &mut self,
+        dst: u64,
+        src: u64,
+        src_dims: &[usize],
+        perm: &[usize],
+        ty: hlo::ElementType,
+    ) -> CResult<()> {
+        let (sizes, rank) = collapse(src_dims, perm);
         let w = ty.byte_size() as u64;
         let unit_waits = std::mem::replace(&mut self.e.unit_waits, true);
         let r = if rank.len() <= 1 || rank.last() == Some(&(rank.len() - 1)) {
-            self.transpose_runs((Space::Hbm, slot.addr), (Space::Hbm, src), &sizes, &rank, w)
+            self.transpose_runs((Space::Hbm, dst), (Space::Hbm, src), &sizes, &rank, w)
         } else {
             self.vty(ty)
-                .and_then(|t| self.transpose_tiles(slot.addr, src, &sizes, &rank, t, w))
+                .and_then(|t| self.transpose_tiles(dst, src, &sizes, &rank, t, w))
         };
         self.e.unit_waits = unit_waits;
-        r?;
-        self.stats.transpose_streams += 1;
-        Ok(self.in_hbm(&slot, lu))
+        r
     }
 
     /// A transpose whose last group stays last (groups and `rank` from [`collapse`]; `w`-byte
