@@ -35,7 +35,11 @@ pub fn pipeline(arch: &arch::ArchConfig, opts: &crate::CompileOptions) -> Vec<Bo
         Box::new(crate::passes::custom_call::CustomCallExpander),
         Box::new(crate::passes::constant_fold::ConstantFold),
         Box::new(crate::passes::simplify::Simplify),
-        // After `simplify` has read the narrow operands of widened bf16 dots.
+        // After `simplify` has read the narrow operands of widened bf16 dots; the order first,
+        // so the split dots are in it.
+        Box::new(crate::passes::stream_order_dots::StreamOrderDots {
+            vmem_bytes: arch.vmem.bytes,
+        }),
         Box::new(crate::passes::split_f32_dots::SplitF32Dots {
             vmem_bytes: arch.vmem.bytes,
             min_passes: opts.f32_dot_passes,

@@ -585,3 +585,20 @@ fn reduces_over_leading_dimensions_of_values_larger_than_vmem_move_them_last_and
         c.stats
     );
 }
+
+/// A weight gradient `xᵀ·dy` (the `lhs` contracting dimension first) larger than a quarter of
+/// VMEM: `stream-order-dots` transposes `x` into `[M][K]` (a streamed transpose, the last
+/// dimension moving) and the dot streams. Bit-exact (int8), on 1 MiB of VMEM.
+#[test]
+fn a_weight_gradient_larger_than_vmem_is_put_in_stream_order_and_streams() {
+    let text = "HloModule wg\n\nENTRY e {\n  x = s8[1024,300] parameter(0)\n  dy = s8[1024,200] \
+                parameter(1)\n  ROOT g = s32[300,200] dot(x, dy), lhs_contracting_dims={0}, \
+                rhs_contracting_dims={0}\n}\n";
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=1048576"]).unwrap();
+    let c = chip_matches_evaluator_on(&arch, text, vec![], 31, 0.0, true);
+    assert!(
+        c.stats.transpose_streams >= 1 && c.stats.late_streams >= 1,
+        "{:?}",
+        c.stats
+    );
+}

@@ -73,11 +73,7 @@ fn transpose2(rw: &mut Rw<'_>, x: InstId) -> CResult<InstId> {
     let r = rw.arr(x)?.dims.len() as i64;
     let mut perm: Vec<i64> = (0..r).collect();
     perm.swap(r as usize - 2, r as usize - 1);
-    let attrs = Attrs {
-        dimensions: Some(perm),
-        ..Default::default()
-    };
-    rw.add(Opcode::Transpose, &[x], attrs, None)
+    rw.transpose(x, &perm)
 }
 
 /// `pred[dims]`: row index (dimension `r−2`) `dir` column index (dimension `r−1`).

@@ -16,6 +16,7 @@ pub(crate) mod rewrite;
 pub mod rng;
 pub mod simplify;
 pub mod split_f32_dots;
+pub mod stream_order_dots;
 pub mod sync_async;
 
 use hlo::{Computation, InstId};

@@ -120,6 +120,15 @@ impl<'m> Rw<'m> {
         }))
     }
 
+    /// `transpose(x)` with `dimensions = perm`.
+    pub fn transpose(&mut self, x: InstId, perm: &[i64]) -> CResult<InstId> {
+        let attrs = Attrs {
+            dimensions: Some(perm.to_vec()),
+            ..Default::default()
+        };
+        self.add(Opcode::Transpose, &[x], attrs, None)
+    }
+
     /// A unary or binary elementwise op.
     pub fn op(&mut self, opcode: Opcode, operands: &[InstId]) -> CResult<InstId> {
         self.add(opcode, operands, Attrs::default(), None)
