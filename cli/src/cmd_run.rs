@@ -218,7 +218,7 @@ fn print_compile_summary(c: &Compiled, arch: &arch::ArchConfig) {
     if st.ew_streams + st.late_streams + st.reduce_streams + st.transpose_streams > 0 {
         println!(
             "streamed from HBM (values larger than a quarter of VMEM): {} element-wise regions, \
-             {} dots where they stand, {} reduces, {} transposes",
+             {} dots and convolutions where they stand, {} reduces, {} transposes",
             st.ew_streams, st.late_streams, st.reduce_streams, st.transpose_streams
         );
     }

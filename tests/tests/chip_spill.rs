@@ -602,3 +602,18 @@ fn a_weight_gradient_larger_than_vmem_is_put_in_stream_order_and_streams() {
         c.stats
     );
 }
+
+/// A bf16 convolution whose input is computed in the module (so it is not in HBM from the
+/// start) and whose f32 result (1.5 MiB) is larger than a quarter of a 4 MiB VMEM streams where
+/// it stands, like a late dot: its input written to HBM, its result left there for the next
+/// op. Matches the evaluator.
+#[test]
+fn a_convolution_of_a_computed_input_larger_than_vmem_streams_where_it_stands() {
+    let text = "HloModule lconv\n\nENTRY e {\n  x = bf16[8,32,32,32] parameter(0)\n  k = \
+                bf16[3,3,32,48] parameter(1)\n  n = bf16[8,32,32,32] negate(x)\n  y = \
+                f32[8,32,32,48] convolution(n, k), window={size=3x3 pad=1_1x1_1}, \
+                dim_labels=b01f_01io->b01f\n  ROOT t = f32[8,32,32,48] tanh(y)\n}\n";
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=4194304"]).unwrap();
+    let c = chip_matches_evaluator_on(&arch, text, vec![], 37, 1e-4, false);
+    assert_eq!(c.stats.late_streams, 1, "{:?}", c.stats);
+}

@@ -931,6 +931,15 @@ impl Streamed {
     }
 }
 
+/// Whether convolution `h` of `c` has its input or result larger than a quarter of VMEM
+/// `vmem` (it streams late if in the streamed form: [`super::conv::StreamConv::new`]).
+pub fn big_conv(c: &hlo::Computation, h: InstId, vmem: u64) -> bool {
+    let limit = vmem / super::stream_ew::BIG_FRACTION;
+    let big = |x: InstId| c.insts[x].shape.byte_size().is_some_and(|b| b > limit);
+    c.insts[h].opcode == hlo::Opcode::Convolution
+        && (big(h) || c.insts[h].operands.first().is_some_and(|&o| big(o)))
+}
+
 /// Whether dot `h` of `c` is in the streamed form and an operand or its result is larger than
 /// a quarter of VMEM `vmem` (so it streams late even with operands in VMEM).
 pub fn big_dot(c: &hlo::Computation, h: InstId, vmem: u64) -> bool {
@@ -951,14 +960,21 @@ impl Lowerer<'_> {
             return Ok(false);
         }
         let c = self.m.entry();
-        if super::dot::stream_form(c, h).is_none() {
+        let conv = c.insts[h].opcode == hlo::Opcode::Convolution;
+        if conv {
+            if super::conv::StreamConv::new(self, h, 0, 0, 0).is_none() {
+                return Ok(false);
+            }
+        } else if super::dot::stream_form(c, h).is_none() {
             return Ok(false);
         }
         let mut hbm = false;
         for &o in &c.insts[h].operands {
             hbm |= matches!(self.val(o)?, Val::Hbm(_));
         }
-        Ok(hbm || big_dot(c, h, self.arch.vmem.bytes))
+        Ok(hbm
+            || big_dot(c, h, self.arch.vmem.bytes)
+            || (conv && big_conv(c, h, self.arch.vmem.bytes)))
     }
 
     /// Lowers dot `h` ([`Self::streams_late`]) as a streamed dot on core 0: operands from HBM
@@ -967,8 +983,6 @@ impl Lowerer<'_> {
     pub(crate) fn lower_late_stream(&mut self, h: InstId) -> CResult<Val> {
         let c = self.m.entry();
         let inst = &c.insts[h];
-        let g = super::dot::stream_form(c, h)
-            .ok_or_else(|| CompileError::Internal("late streamed dot not in stream form".into()))?;
         let lhs = self.hbm_copy_of(inst.operands[0])?;
         let rhs = self.hbm_copy_of(inst.operands[1])?;
         // Read from HBM only: their VMEM buffers may move out to make room.
@@ -976,26 +990,38 @@ impl Lowerer<'_> {
         let (ty, dims) = self.out_shape(h)?;
         let slot = self.hbm_array(ty, dims, &inst.name)?;
         let addr = slot.addr;
-        let sd = Streamed::Dot(StreamDot {
-            name: inst.name.clone(),
-            lhs,
-            rhs,
-            rhs_t: g.rhs_t,
-            out: addr,
-            dims: (g.nb, g.m, g.k, g.n),
-            mode: g.mode,
-            // A bf16 result is the accumulator rounded, as on the VMEM-resident path.
-            epilogue: if g.out == ElementType::BF16 {
-                vec![EpiStep {
-                    op: hlo::Opcode::Convert,
-                    arg: None,
-                    ty: ElementType::BF16,
-                }]
-            } else {
-                Vec::new()
-            },
-            budget: 0,
-        });
+        let conv = inst.opcode == hlo::Opcode::Convolution;
+        let sd = if conv {
+            Streamed::Conv(
+                super::conv::StreamConv::new(self, h, lhs, rhs, addr).ok_or_else(|| {
+                    CompileError::Internal("late streamed convolution has no plan".into())
+                })?,
+            )
+        } else {
+            let g = super::dot::stream_form(c, h).ok_or_else(|| {
+                CompileError::Internal("late streamed dot not in stream form".into())
+            })?;
+            Streamed::Dot(StreamDot {
+                name: inst.name.clone(),
+                lhs,
+                rhs,
+                rhs_t: g.rhs_t,
+                out: addr,
+                dims: (g.nb, g.m, g.k, g.n),
+                mode: g.mode,
+                // A bf16 result is the accumulator rounded, as on the VMEM-resident path.
+                epilogue: if g.out == ElementType::BF16 {
+                    vec![EpiStep {
+                        op: hlo::Opcode::Convert,
+                        arg: None,
+                        ty: ElementType::BF16,
+                    }]
+                } else {
+                    Vec::new()
+                },
+                budget: 0,
+            })
+        };
         self.stats.flops += sd.flops();
         // Every core takes a share: the others wait for core 0's go (its operands written),
         // and core 0 waits for their ends before anything reads the result.
@@ -1015,6 +1041,15 @@ impl Lowerer<'_> {
         } else {
             1
         };
+        // A convolution's plan does not shrink to the VMEM free (a dot's does).
+        if conv && sd.vmem_bytes(self, cores) > budget {
+            return Err(self.too_large(format!(
+                "convolution `{}` streamed from HBM needs {} bytes of VMEM per core for its \
+                 input share, kernel columns and results; {budget} are free here",
+                inst.name,
+                sd.vmem_bytes(self, cores)
+            )));
+        }
         let mut pool = Vec::new();
         for n in sd.buffer_sizes(self, cores) {
             pool.push(self.tmp(ElementType::U8, vec![n as usize])?.addr);

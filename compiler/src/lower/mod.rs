@@ -445,6 +445,8 @@ impl<'a> Lowerer<'a> {
                     || l.coll_streams[u.index()]
                     || in_region[u.index()]
                     || dot_stream::big_dot(c, u, arch.vmem.bytes)
+                    || (dot_stream::big_conv(c, u, arch.vmem.bytes)
+                        && conv::StreamConv::new(&l, u, 0, 0, 0).is_some())
                     || reduce::big_reduce(c, u, arch.vmem.bytes)
                     || transpose_stream::big_transpose(c, u, arch.vmem.bytes)
             })
