@@ -3,10 +3,11 @@
 //! dimensions, element type and layout, and `get-tuple-element` of a `tuple` (to the tuple's
 //! operand); folds `reshape(reshape(x))` into `reshape(x)`, `transpose(transpose(x))` into one
 //! transpose (or `x`, when the permutations cancel) and `broadcast(broadcast(x))` into one
-//! broadcast; reads the narrow operands of `dot(convert(a), convert(b))` directly when `a` and
-//! `b` are bf16 widened to an f32 result (or s8 to s32): every product of two bf16 (s8) values
-//! is exact in f32 (s32) and the accumulation is the same, so the dot is the MXU's native one
-//! at any precision (XLA:CPU's post-optimization HLO widens bf16 dots this way). Uses are
+//! broadcast; reads the narrow operands of `dot(convert(a), convert(b))` (and of a
+//! `convolution` so written) directly when `a` and `b` are bf16 widened to an f32 result (or s8
+//! to s32): every product of two bf16 (s8) values is exact in f32 (s32) and the accumulation is
+//! the same, so the dot is the MXU's native one at any precision (XLA:CPU's post-optimization
+//! HLO widens bf16 dots and convolutions this way). Uses are
 //! redirected; the dead instructions are left to [`super::dce`].
 
 use super::replace_uses;
@@ -125,12 +126,12 @@ fn simplify(c: &mut hlo::Computation) -> bool {
     }
 }
 
-/// The operands of dot `h` before their widening converts, if both are widened exactly as
-/// the module docs say.
+/// The operands of dot or convolution `h` before their widening converts, if both are widened
+/// exactly as the module docs say.
 fn narrow_dot_operands(c: &hlo::Computation, h: InstId) -> Option<Vec<InstId>> {
     use hlo::ElementType as T;
     let i = &c.insts[h];
-    if i.opcode != Opcode::Dot || i.operands.len() != 2 {
+    if !matches!(i.opcode, Opcode::Dot | Opcode::Convolution) || i.operands.len() != 2 {
         return None;
     }
     let out = i.shape.as_array()?.ty;
@@ -214,7 +215,8 @@ ENTRY e {
   x = f32[2,2] dot(a32, b32), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   y = s32[2,2] dot(c32, d32), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   z = f32[2,2] dot(a32, f), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT r = (f32[2,2], s32[2,2], f32[2,2]) tuple(x, y, z)
+  cv = f32[2,2] convolution(a32, b32), dim_labels=bf_io->bf
+  ROOT r = (f32[2,2], s32[2,2], f32[2,2], f32[2,2]) tuple(x, y, z, cv)
 }
 "#;
         let (m, x) = testing::expand(text, &[&Simplify]);
@@ -222,7 +224,7 @@ ENTRY e {
         let dots: Vec<Vec<Opcode>> = e
             .insts
             .values()
-            .filter(|i| i.opcode == Opcode::Dot)
+            .filter(|i| matches!(i.opcode, Opcode::Dot | Opcode::Convolution))
             .map(|i| i.operands.iter().map(|&o| e.insts[o].opcode).collect())
             .collect();
         assert_eq!(
@@ -231,6 +233,7 @@ ENTRY e {
                 vec![Opcode::Parameter, Opcode::Parameter],
                 vec![Opcode::Parameter, Opcode::Parameter],
                 vec![Opcode::Convert, Opcode::Parameter],
+                vec![Opcode::Parameter, Opcode::Parameter],
             ]
         );
         let bf = |v: &[f32], d: Vec<usize>| {
