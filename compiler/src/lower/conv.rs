@@ -633,7 +633,8 @@ fn flat_jobs(
             ktiles.push((off + t0, kr + t0, rows.min(len - t0)));
         }
     }
-    let (r_end, chunk) = flat_chunks(g, fg, (cols, half, nmxu));
+    let staged = matches!(sink, Sink::Staged { .. });
+    let (r_end, chunk) = flat_chunks(g, fg, (cols, half, nmxu), staged);
     let mut jobs: Vec<Job> = Vec::new();
     // Per chunk: (first padded row, rows, staging buffer, last job).
     let mut done: Vec<(usize, usize, usize, usize)> = Vec::new();
@@ -764,6 +765,12 @@ pub(crate) enum Sink<'s> {
     },
 }
 
+/// Jobs per MXU a staged (streamed) convolution aims for: measured on the ResNet layers
+/// (`tests/bench/resnet_conv_*.hlo`, tpu-v4), 1 / 2 / 3 / 4 / 6 gave 17,324 / 17,324 /
+/// 15,900 / 15,345 / 15,227 cycles for 56×56×64 and 14,878 / 12,320 / 11,885 / 12,641 /
+/// 12,641 for 28×28×128.
+const STAGED_JOBS_PER_MXU: usize = 3;
+
 /// `(rows to compute, rows per chunk)` of [`flat_jobs`]: rows up to the last real output;
 /// chunks of whole padded rows, as many as fill the MXUs evenly (jobs a multiple of the MXU
 /// count where chunks stay within half the accumulators).
@@ -771,6 +778,7 @@ fn flat_chunks(
     g: &Direct,
     fg: &FlatGeom,
     (cols, half, nmxu): (usize, usize, usize),
+    staged: bool,
 ) -> (usize, usize) {
     let [ho_n, wo_n] = g.out_sp;
     let (hp, wp) = (fg.hp, fg.wp);
@@ -779,6 +787,15 @@ fn flat_chunks(
     let otiles = (fg.pack * g.o).div_ceil(cols);
     let per = (half * fg.pack / wp).max(1);
     let mut nchunks = prow.div_ceil(per);
+    // Staged: at least `STAGED_JOBS_PER_MXU` jobs per MXU while a chunk keeps 256 matmul
+    // rows (weight loads stay hidden), so the first jobs wait for less input and the last
+    // group's results (the copies after the last matmul) are smaller.
+    while staged
+        && nchunks * otiles < STAGED_JOBS_PER_MXU * nmxu
+        && prow.div_ceil(nchunks + 1) * wp >= 256 * fg.pack
+    {
+        nchunks += 1;
+    }
     while (nchunks * otiles) % nmxu.max(1) != 0 && nchunks < prow {
         nchunks += 1;
     }
@@ -968,7 +985,7 @@ fn stream_sizes(
     };
     let fg = flat_geom_packed(&share, flat_pack(g, a));
     let (hp, wp) = (fg.hp, fg.wp);
-    let (r_end, chunk) = flat_chunks(&share, &fg, (a.mxu.cols as usize, half, nmxu));
+    let (r_end, chunk) = flat_chunks(&share, &fg, (a.mxu.cols as usize, half, nmxu), true);
     let stage = (chunk * no * 4).div_ceil(64) as u64 * 64;
     let nbufs = (2 * nmxu).min(r_end.div_ceil(chunk)).max(1);
     let kernel = if fg.pack > 1 {
@@ -1159,7 +1176,7 @@ impl StreamConv {
         let img_bytes = h_in * w_in * c * 2;
         let nbands = (img_bytes >> 16).clamp(1, engines.min(h_in.max(1)));
         let band_rows = h_in.div_ceil(nbands).max(1);
-        let (r_end, chunk) = flat_chunks(&share, &fg, (cols, half, nmxu));
+        let (r_end, chunk) = flat_chunks(&share, &fg, (cols, half, nmxu), true);
         let otiles = (fg.pack * no).div_ceil(cols);
         let first_chunks = nmxu.div_ceil(otiles.max(1));
         let need_end = (first_chunks * chunk).min(r_end)
@@ -1283,6 +1300,11 @@ impl StreamConv {
         // the core has only some of the features).
         let out = self.out;
         let mut sink_out = |l: &mut Lowerer<'_>, st: usize, r0: usize, mm: usize| {
+            // Per image, the run of its real rows in the chunk: `(image, first row, rows,
+            // offset in the chunk)`; consecutive whole images then go as one copy (a copy
+            // waiting for the stores on the DMA unit takes over their writes, so the chunk's
+            // later copies would wait for it: the fewer, the shorter that chain).
+            let mut segs: Vec<(usize, usize, usize, usize)> = Vec::new();
             let mut rr = r0;
             while rr < r0 + mm {
                 let (b, y) = (rr / wp / hp, rr / wp % hp);
@@ -1291,28 +1313,56 @@ impl StreamConv {
                     continue;
                 }
                 let ny = (ho_n - y).min((r0 + mm - rr).div_ceil(wp));
-                let src = bufs[st] + ((rr - r0) * no * 4) as u64;
+                segs.push((b, y, ny, rr - r0));
+                rr += ny * wp;
+            }
+            let mut i = 0;
+            while i < segs.len() {
+                let (b, y, ny, off) = segs[i];
+                let mut imgs = 1;
+                if y == 0 && ny == ho_n {
+                    while i + imgs < segs.len()
+                        && segs[i + imgs].1 == 0
+                        && segs[i + imgs].2 == ho_n
+                        && segs[i + imgs].0 == b + imgs
+                    {
+                        imgs += 1;
+                    }
+                }
+                let src = bufs[st] + (off * no * 4) as u64;
                 let dst_px = ((b0 + b) * ho_n + y) * wo_n;
+                let rows_dim = (ny as u32, (wp * no * 4) as i64, (wo_n * o * 4) as i64);
+                let img_dim = (
+                    imgs as u32,
+                    (hp * wp * no * 4) as i64,
+                    (ho_n * wo_n * o * 4) as i64,
+                );
                 if no == o {
-                    l.dma_strided(
+                    let mut dims = vec![rows_dim];
+                    if imgs > 1 {
+                        dims.push(img_dim);
+                    }
+                    dma_nd(
+                        l,
                         (isa::Space::Hbm, out + (dst_px * o * 4) as u64),
                         (isa::Space::Vmem, src),
                         (wo_n * o * 4) as u64,
-                        ny as u64,
-                        (wp * no * 4) as u64,
-                        (wo_n * o * 4) as u64,
+                        &dims,
                     );
                 } else {
-                    dma_2d(
+                    let mut dims = vec![(wo_n as u32, (no * 4) as i64, (o * 4) as i64), rows_dim];
+                    if imgs > 1 {
+                        dims.push(img_dim);
+                    }
+                    dma_nd(
                         l,
                         (isa::Space::Hbm, out + ((dst_px * o + o0) * 4) as u64),
                         (isa::Space::Vmem, src),
                         (no * 4) as u64,
-                        (wo_n as u32, (no * 4) as i64, (o * 4) as i64),
-                        (ny as u32, (wp * no * 4) as i64, (wo_n * o * 4) as i64),
+                        &dims,
                     );
                 }
-                rr += ny * wp;
+                i += imgs;
             }
         };
         let stages = bufs.clone();
@@ -1333,44 +1383,50 @@ impl StreamConv {
     }
 }
 
-/// One `dma.copy` of `len`-byte runs over two outer dimensions `(count, src step, dst step)`,
-/// innermost first.
-fn dma_2d(
+/// One `dma.copy` of `len`-byte runs over outer dimensions `(count, src step, dst step)`,
+/// innermost first (at most [`isa::MAX_DMA_DIMS`]).
+fn dma_nd(
     l: &mut Lowerer<'_>,
     dst: (isa::Space, u64),
     src: (isa::Space, u64),
     len: u64,
-    inner: (u32, i64, i64),
-    outer: (u32, i64, i64),
+    dims: &[(u32, i64, i64)],
 ) {
+    debug_assert!(!dims.is_empty() && dims.len() <= isa::MAX_DMA_DIMS);
     let desc = l.e.b.dma_desc(isa::DmaDesc {
         len: len as u32,
-        dims: vec![
-            isa::DmaDim {
-                count: inner.0,
-                src_stride: inner.1,
-                dst_stride: inner.2,
-            },
-            isa::DmaDim {
-                count: outer.0,
-                src_stride: outer.1,
-                dst_stride: outer.2,
-            },
-        ],
+        dims: dims
+            .iter()
+            .map(|&(count, src_stride, dst_stride)| isa::DmaDim {
+                count,
+                src_stride,
+                dst_stride,
+            })
+            .collect(),
     });
-    let side = |(space, start): (isa::Space, u64), step: i64, outer_step: i64| {
-        (0..outer.0 as u64)
-            .map(|k| Access {
+    // One strided access per index of the dimensions outside the innermost.
+    let side = |(space, start): (isa::Space, u64), pick: fn(&(u32, i64, i64)) -> i64| {
+        let (inner, outer) = (dims[0], &dims[1..]);
+        let mut starts = vec![start];
+        for d in outer {
+            starts = starts
+                .iter()
+                .flat_map(|&s0| (0..d.0 as u64).map(move |k| s0 + k * pick(d) as u64))
+                .collect();
+        }
+        starts
+            .into_iter()
+            .map(|s0| Access {
                 space,
-                start: start + k * outer_step as u64,
+                start: s0,
                 row_bytes: len,
-                stride: (step as u64).max(len),
+                stride: (pick(&inner) as u64).max(len),
                 rows: inner.0 as u64,
             })
             .collect::<Vec<_>>()
     };
-    let reads = side(src, inner.1, outer.1);
-    let writes = side(dst, inner.2, outer.2);
+    let reads = side(src, |d| d.1);
+    let writes = side(dst, |d| d.2);
     let d = l.e.memref(dst.0, dst.1);
     let s = l.e.memref(src.0, src.1);
     l.e.unit(
