@@ -1285,8 +1285,7 @@ impl StreamConv {
         for &(b, y0, ny) in &late {
             band(l, b, y0, ny);
         }
-        // Result copies wait for their stores themselves, so the sequencer goes on issuing.
-        let unit_waits = std::mem::replace(&mut l.e.unit_waits, true);
+        let unit_waits = l.e.unit_waits;
         let plan = super::dot::MxuPlan {
             mode: arch::MxuDtype::Bf16,
             acc_ty: ElementType::F32,
@@ -1316,9 +1315,11 @@ impl StreamConv {
                 segs.push((b, y, ny, rr - r0));
                 rr += ny * wp;
             }
+            // Copies of whole images (consecutive ones merge) and of partial ones.
+            let mut copies = Vec::new();
             let mut i = 0;
             while i < segs.len() {
-                let (b, y, ny, off) = segs[i];
+                let (b, y, ny, _) = segs[i];
                 let mut imgs = 1;
                 if y == 0 && ny == ho_n {
                     while i + imgs < segs.len()
@@ -1329,6 +1330,17 @@ impl StreamConv {
                         imgs += 1;
                     }
                 }
+                copies.push((i, imgs));
+                i += imgs;
+            }
+            // One copy waits for the stores on the DMA unit, so the sequencer goes on
+            // issuing; several wait on the sequencer (one waiting on the unit would take over
+            // the stores' writes and the next would wait for it: measured 6,717 against 4,955
+            // cycles for `conv_stream_bf16_odd_batch` on tpu-v6e, 48,963 against 44,382 for
+            // 56×56×64).
+            let uw = std::mem::replace(&mut l.e.unit_waits, copies.len() == 1);
+            for (i, imgs) in copies {
+                let (b, y, ny, off) = segs[i];
                 let src = bufs[st] + (off * no * 4) as u64;
                 let dst_px = ((b0 + b) * ho_n + y) * wo_n;
                 let rows_dim = (ny as u32, (wp * no * 4) as i64, (wo_n * o * 4) as i64);
@@ -1362,8 +1374,8 @@ impl StreamConv {
                         &dims,
                     );
                 }
-                i += imgs;
             }
+            l.e.unit_waits = uw;
         };
         let stages = bufs.clone();
         flat_jobs(
