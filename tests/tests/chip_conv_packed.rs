@@ -176,3 +176,46 @@ fn forms_without_the_flattened_rows_decline_and_match() {
     );
     assert!(widest_ldw(&c) <= 48, "not packed: {}", widest_ldw(&c));
 }
+
+/// The largest row stride of the program's matmuls (`mxu.matmul stride=`, bytes).
+fn widest_matmul_stride(c: &compiler::Compiled) -> u32 {
+    c.program
+        .code
+        .iter()
+        .filter_map(|i| match *i {
+            isa::Inst::MxuMatmul { stride, .. } => Some(stride),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn streamed_small_images_run_on_an_im2col_matrix() {
+    // 384 channels over a grid whose padded rows are 70 % more than its output pixels: the
+    // share becomes an im2col matrix of the real pixels (rows of 9·384 bf16), over the images
+    // of both cores (2 + 1), asymmetric padding.
+    let c = conv(
+        "bf16",
+        [3, 7, 6, 384],
+        [3, 3, 384, 128],
+        [7, 6],
+        "size=3x3 pad=1_1x0_2",
+        "",
+        false,
+        1e-3,
+    );
+    assert_eq!(widest_matmul_stride(&c), 9 * 384 * 2, "im2col rows");
+    // Split by output features (the kernel is larger than the input), window dilation.
+    let c = conv(
+        "bf16",
+        [2, 5, 5, 384],
+        [3, 3, 384, 256],
+        [5, 5],
+        "size=3x3 pad=2_2x2_2 rhs_dilate=2x2",
+        "",
+        false,
+        1e-3,
+    );
+    assert_eq!(widest_matmul_stride(&c), 9 * 384 * 2, "im2col rows");
+}
