@@ -9,8 +9,10 @@
 //! `[N/BG, out.., O]`, which is finally permuted to the declared output layout. Semantics as
 //! the evaluator's (`eval::linalg::conv`). The tables cost VMEM and DMA (4 bytes per
 //! patch element), so large 2-D layers take the direct lowering (`direct`: stride 1 over
-//! flattened padded rows, `flat_jobs`), and stride-1 bf16 layers of entry parameters whose
-//! result is the module's are streamed from HBM on every core ([`StreamConv`]).
+//! flattened padded rows, `flat_jobs`; layers with at most half the MXU's columns of output
+//! features pack several output pixels per MXU row, [`FlatGeom`]), and stride-1 bf16 layers
+//! of entry parameters whose result is the module's are streamed from HBM on every core
+//! ([`StreamConv`]; small images with many channels as an im2col matrix of the real pixels).
 
 use super::dot::{emit_job_list, matmul, prepare, Job, MxuOp};
 use super::emit::{Access, Queue};
