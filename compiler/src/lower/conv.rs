@@ -347,7 +347,8 @@ fn flat_pack(g: &Direct, a: &arch::ArchConfig) -> usize {
     let mut pack = 1;
     if g.o > 0 && kh_n > 0 && kw_n > 0 && 2 * g.o <= cols {
         let mut best = cost(1);
-        for p in 2..=cols / g.o {
+        // (A matmul's row stride, `P·C` elements, stays within its 20-bit field.)
+        for p in (2..=cols / g.o).take_while(|p| p * c * 4 < 1 << 20) {
             let x = cost(p);
             if x < best {
                 (best, pack) = (x, p);
@@ -527,7 +528,7 @@ fn direct(
                 wait: None,
                 signal: None,
             });
-            let ew = part.ty.byte_size() as usize;
+            let ew = part.ty.byte_size();
             pack_kernel(l, pk.addr, (isa::Space::Vmem, part.addr), g, &fg, ew, o);
             *part = pk;
         }
@@ -992,7 +993,13 @@ fn stream_sizes(g: &Direct, share: (usize, usize, usize, usize), a: &arch::ArchC
 fn stream_im2col(g: &Direct, fg: &FlatGeom, im2col: bool) -> Option<(Direct, FlatGeom)> {
     let [ho_n, wo_n] = g.out_sp;
     let nwin = g.k_sp[0] * g.k_sp[1];
-    if !im2col || fg.pack != 1 || g.c * 2 < 768 || ho_n * wo_n == 0 || nwin <= 1 {
+    if !im2col
+        || fg.pack != 1
+        || g.c * 2 < 768
+        || ho_n * wo_n == 0
+        || nwin <= 1
+        || nwin * g.c * 2 >= 1 << 20
+    {
         return None;
     }
     if 4 * fg.hp * fg.wp < 5 * ho_n * wo_n {
