@@ -1374,8 +1374,7 @@ impl StreamConv {
                 for kh in 0..kh_n {
                     for kw in 0..kw_n {
                         let tap = kh * kw_n + kw;
-                        dma_nd(
-                            l,
+                        l.dma_nd(
                             (isa::Space::Vmem, col + (tap * c * 2) as u64),
                             (
                                 isa::Space::Vmem,
@@ -1493,8 +1492,7 @@ impl StreamConv {
                     if imgs > 1 {
                         dims.push(img_dim);
                     }
-                    dma_nd(
-                        l,
+                    l.dma_nd(
                         (isa::Space::Hbm, out + (dst_px * o * 4) as u64),
                         (isa::Space::Vmem, src),
                         (wo_n * o * 4) as u64,
@@ -1505,8 +1503,7 @@ impl StreamConv {
                     if imgs > 1 {
                         dims.push(img_dim);
                     }
-                    dma_nd(
-                        l,
+                    l.dma_nd(
                         (isa::Space::Hbm, out + ((dst_px * o + o0) * 4) as u64),
                         (isa::Space::Vmem, src),
                         (no * 4) as u64,
@@ -1532,64 +1529,4 @@ impl StreamConv {
         l.e.unit_waits = unit_waits;
         Ok(())
     }
-}
-
-/// One `dma.copy` of `len`-byte runs over outer dimensions `(count, src step, dst step)`,
-/// innermost first (at most [`isa::MAX_DMA_DIMS`]).
-fn dma_nd(
-    l: &mut Lowerer<'_>,
-    dst: (isa::Space, u64),
-    src: (isa::Space, u64),
-    len: u64,
-    dims: &[(u32, i64, i64)],
-) {
-    debug_assert!(!dims.is_empty() && dims.len() <= isa::MAX_DMA_DIMS);
-    let desc = l.e.b.dma_desc(isa::DmaDesc {
-        len: len as u32,
-        dims: dims
-            .iter()
-            .map(|&(count, src_stride, dst_stride)| isa::DmaDim {
-                count,
-                src_stride,
-                dst_stride,
-            })
-            .collect(),
-    });
-    // One strided access per index of the dimensions outside the innermost.
-    let side = |(space, start): (isa::Space, u64), pick: fn(&(u32, i64, i64)) -> i64| {
-        let (inner, outer) = (dims[0], &dims[1..]);
-        let mut starts = vec![start];
-        for d in outer {
-            starts = starts
-                .iter()
-                .flat_map(|&s0| (0..d.0 as u64).map(move |k| s0 + k * pick(d) as u64))
-                .collect();
-        }
-        starts
-            .into_iter()
-            .map(|s0| Access {
-                space,
-                start: s0,
-                row_bytes: len,
-                stride: (pick(&inner) as u64).max(len),
-                rows: inner.0 as u64,
-            })
-            .collect::<Vec<_>>()
-    };
-    let reads = side(src, |d| d.1);
-    let writes = side(dst, |d| d.2);
-    let d = l.e.memref(dst.0, dst.1);
-    let s = l.e.memref(src.0, src.1);
-    l.e.unit(
-        Inst::DmaCopy {
-            dst: d,
-            src: s,
-            desc,
-            wait: None,
-            signal: None,
-        },
-        Queue::Dma,
-        &reads,
-        &writes,
-    );
 }

@@ -285,6 +285,9 @@ fn calls_collectives(m: &Module, inst: &hlo::Instruction) -> bool {
 /// Largest element count of one VPU instruction (its `n` field has 20 bits).
 pub const VPU_CHUNK: u64 = 1 << 19;
 
+/// Outer-index count above which [`Lowerer::dma_nd`] describes its accesses by their spans.
+pub const MAX_ND_ACCESSES: u64 = 4096;
+
 /// The VPU element type of an HLO element type.
 pub fn dtype(ty: ElementType) -> Option<DType> {
     DType::from_name(ty.name())
@@ -1093,6 +1096,82 @@ impl<'a> Lowerer<'a> {
             done += n;
         }
         Ok(())
+    }
+
+    /// One `dma.copy` of `len`-byte runs (`len` < 2^32) over outer dimensions `(count, src
+    /// step, dst step)`, innermost first (1 to [`isa::MAX_DMA_DIMS`]). Its accesses are one
+    /// strided run per index of the dimensions outside the innermost, or, past
+    /// [`MAX_ND_ACCESSES`] of them, the span from the first to the last byte on each side.
+    pub(crate) fn dma_nd(
+        &mut self,
+        dst: (Space, u64),
+        src: (Space, u64),
+        len: u64,
+        dims: &[(u32, i64, i64)],
+    ) {
+        debug_assert!(!dims.is_empty() && dims.len() <= isa::MAX_DMA_DIMS);
+        let desc = self.e.b.dma_desc(DmaDesc {
+            len: len as u32,
+            dims: dims
+                .iter()
+                .map(|&(count, src_stride, dst_stride)| isa::DmaDim {
+                    count,
+                    src_stride,
+                    dst_stride,
+                })
+                .collect(),
+        });
+        let outer: u64 = dims[1..].iter().map(|d| d.0 as u64).product();
+        let side = |(space, start): (Space, u64), pick: fn(&(u32, i64, i64)) -> i64| {
+            let inner = dims[0];
+            if outer > MAX_ND_ACCESSES {
+                let span = len
+                    + dims
+                        .iter()
+                        .map(|d| (d.0 as u64).saturating_sub(1) * pick(d).unsigned_abs())
+                        .sum::<u64>();
+                return vec![Access {
+                    space,
+                    start,
+                    row_bytes: span,
+                    stride: span,
+                    rows: 1,
+                }];
+            }
+            let mut starts = vec![start];
+            for d in &dims[1..] {
+                starts = starts
+                    .iter()
+                    .flat_map(|&s0| (0..d.0 as u64).map(move |k| s0 + k * pick(d) as u64))
+                    .collect();
+            }
+            starts
+                .into_iter()
+                .map(|s0| Access {
+                    space,
+                    start: s0,
+                    row_bytes: len,
+                    stride: (pick(&inner) as u64).max(len),
+                    rows: inner.0 as u64,
+                })
+                .collect::<Vec<_>>()
+        };
+        let reads = side(src, |d| d.1);
+        let writes = side(dst, |d| d.2);
+        let d = self.e.memref(dst.0, dst.1);
+        let s = self.e.memref(src.0, src.1);
+        self.e.unit(
+            Inst::DmaCopy {
+                dst: d,
+                src: s,
+                desc,
+                wait: None,
+                signal: None,
+            },
+            Queue::Dma,
+            &reads,
+            &writes,
+        );
     }
 
     /// One `dma.copy` of `rows` runs of `len` bytes, `src_stride` / `dst_stride` apart.

@@ -21,7 +21,7 @@ use super::movement::collapse;
 use super::{Lowerer, Slot, Val};
 use crate::error::{CResult, CompileError};
 use hlo::{InstId, Opcode};
-use isa::{DmaDesc, DmaDim, Inst, Space};
+use isa::{Inst, Space};
 
 /// Most DMA descriptors or tiles one streamed transpose emits.
 pub const MAX_PIECES: u64 = 1 << 16;
@@ -189,62 +189,21 @@ impl Lowerer<'_> {
                     } else {
                         out_sizes[k] as u64
                     };
-                    ddims.push(DmaDim {
-                        count: u32::try_from(count)
+                    ddims.push((
+                        u32::try_from(count)
                             .map_err(|_| self.unsupported("a transposed dimension of 2^32"))?,
-                        src_stride: (ss[rank[k]] * w) as i64,
-                        dst_stride: (ds[k] * w) as i64,
-                    });
+                        (ss[rank[k]] * w) as i64,
+                        (ds[k] * w) as i64,
+                    ));
                 }
                 let s_at = src + (so + t0 * ss[rank[looped]]) * w;
                 let d_at = dst + (d0 + t0 * ds[looped]) * w;
-                self.dma_nd((dsp, d_at), (ssp, s_at), len, ddims)?;
+                let len = u32::try_from(len)
+                    .map_err(|_| self.unsupported("a transposed run of 2^32 bytes"))?;
+                self.dma_nd((dsp, d_at), (ssp, s_at), len as u64, &ddims);
                 t0 += cnt;
             }
         }
-        Ok(())
-    }
-
-    /// One `dma.copy` of runs of `len` bytes over `dims` (innermost first). Its accesses are
-    /// the spans from the lowest to the highest byte it touches on each side.
-    fn dma_nd(
-        &mut self,
-        dst: (Space, u64),
-        src: (Space, u64),
-        len: u64,
-        dims: Vec<DmaDim>,
-    ) -> CResult<()> {
-        let len32 =
-            u32::try_from(len).map_err(|_| self.unsupported("a copied run of 2^32 bytes"))?;
-        let span = |stride: fn(&DmaDim) -> i64| -> u64 {
-            len + dims
-                .iter()
-                .map(|d| (d.count as u64 - 1) * stride(d).unsigned_abs())
-                .sum::<u64>()
-        };
-        let (sspan, dspan) = (span(|d| d.src_stride), span(|d| d.dst_stride));
-        let desc = self.e.b.dma_desc(DmaDesc { len: len32, dims });
-        let d = self.e.memref(dst.0, dst.1);
-        let s = self.e.memref(src.0, src.1);
-        let acc = |space: Space, start: u64, n: u64| Access {
-            space,
-            start,
-            row_bytes: n,
-            stride: n,
-            rows: 1,
-        };
-        self.e.unit(
-            Inst::DmaCopy {
-                dst: d,
-                src: s,
-                desc,
-                wait: None,
-                signal: None,
-            },
-            super::emit::Queue::Dma,
-            &[acc(src.0, src.1, sspan)],
-            &[acc(dst.0, dst.1, dspan)],
-        );
         Ok(())
     }
 
