@@ -617,3 +617,23 @@ fn a_convolution_of_a_computed_input_larger_than_vmem_streams_where_it_stands() 
     let c = chip_matches_evaluator_on(&arch, text, vec![], 37, 1e-4, false);
     assert_eq!(c.stats.late_streams, 1, "{:?}", c.stats);
 }
+
+/// Convolutions the MXU path would hold larger than a quarter of VMEM: an f32 one (split by
+/// `split-f32-dots` into the bf16 convolutions of its parts, 6 passes as the tests force, each
+/// streamed where it stands) on 4 MiB of VMEM, and a bf16 one with a bf16 result (its f32
+/// accumulator streams, then a convert) on 3 MiB, where it did not fit before. Against the
+/// evaluator: f32 accuracy, and one bf16 rounding.
+#[test]
+fn f32_and_bf16_result_convolutions_larger_than_vmem_stream() {
+    let f32_conv = "HloModule cf32\n\nENTRY e {\n  x = f32[8,32,32,40] parameter(0)\n  k = \
+                    f32[3,3,40,48] parameter(1)\n  n = f32[8,32,32,40] negate(x)\n  ROOT y = \
+                    f32[8,32,32,48] convolution(n, k), window={size=3x3 pad=1_1x1_1}, \
+                    dim_labels=b01f_01io->b01f\n}\n";
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=4194304"]).unwrap();
+    let c = chip_matches_evaluator_on(&arch, f32_conv, vec![], 41, 1e-4, true);
+    assert_eq!(c.stats.late_streams, 6, "{:?}", c.stats);
+    let bf16_conv = f32_conv.replace("f32[", "bf16[");
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=3145728"]).unwrap();
+    let c = chip_matches_evaluator_on(&arch, &bf16_conv, vec![], 43, 1e-2, true);
+    assert_eq!(c.stats.late_streams, 1, "{:?}", c.stats);
+}

@@ -909,6 +909,19 @@ pub struct StreamConv {
 /// The convolution geometry of `inst` if it is a stride-1 2-D bf16 × bf16 → f32 convolution in
 /// `b01f_01io->b01f` layout without groups, base dilation or negative padding.
 fn stream_geometry(c: &hlo::Computation, inst: &hlo::Instruction) -> Option<Direct> {
+    let types = |i: &hlo::Instruction| i.shape.as_array().map(|a| a.ty);
+    let (x, k) = (inst.operands.first()?, inst.operands.get(1)?);
+    if (types(&c.insts[*x])?, types(&c.insts[*k])?, types(inst)?)
+        != (ElementType::BF16, ElementType::BF16, ElementType::F32)
+    {
+        return None;
+    }
+    stream_layout(c, inst)
+}
+
+/// [`stream_geometry`] whatever the element types: whether the convolution would stream if
+/// it were bf16 × bf16 → f32 (what `passes::split_f32_dots` makes of larger ones).
+pub(crate) fn stream_layout(c: &hlo::Computation, inst: &hlo::Instruction) -> Option<Direct> {
     if inst.opcode != Opcode::Convolution || inst.operands.len() != 2 {
         return None;
     }
@@ -918,12 +931,7 @@ fn stream_geometry(c: &hlo::Computation, inst: &hlo::Instruction) -> Option<Dire
         k.shape.as_array()?,
         inst.shape.as_array()?,
     );
-    if (xs.ty, ks.ty, os.ty) != (ElementType::BF16, ElementType::BF16, ElementType::F32)
-        || xs.is_dynamic()
-        || ks.is_dynamic()
-        || xs.dims.len() != 4
-        || ks.dims.len() != 4
-    {
+    if xs.is_dynamic() || ks.is_dynamic() || xs.dims.len() != 4 || ks.dims.len() != 4 {
         return None;
     }
     let a = inst.conv()?;

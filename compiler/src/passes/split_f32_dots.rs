@@ -17,6 +17,11 @@
 //!
 //! The sums differ from the VMEM path's only in where the passes are added (in f32 adds here,
 //! in the MXU's f32 accumulators there): rounding in the last bits of f32.
+//!
+//! A `convolution` is bilinear too: one that large, in the streamed convolution's layout
+//! whatever its types (`lower::conv::stream_layout`), is split the same way; and a bf16 × bf16
+//! convolution with a bf16 result becomes the f32-result one (the accumulator, which is what
+//! streams) followed by a `convert` to bf16 — the rounding the MXU path does at its end.
 
 use super::rewrite::{run_expander_in, OpExpander, Rw};
 use crate::error::CResult;
@@ -59,14 +64,20 @@ fn float(t: ElementType) -> bool {
 
 impl OpExpander for SplitF32Dots {
     fn matches(&self, i: &Instruction) -> bool {
-        i.opcode == Opcode::Dot
-            && i.operands.len() == 2
-            && i.shape
+        let out = |t: &[ElementType]| {
+            i.shape
                 .as_array()
-                .is_some_and(|a| a.ty == ElementType::F32 && !a.is_dynamic())
+                .is_some_and(|a| t.contains(&a.ty) && !a.is_dynamic())
+        };
+        i.operands.len() == 2
+            && ((i.opcode == Opcode::Dot && out(&[ElementType::F32]))
+                || (i.opcode == Opcode::Convolution && out(&[ElementType::F32, ElementType::BF16])))
     }
 
     fn expand(&self, rw: &mut Rw<'_>, h: InstId) -> CResult<Option<InstId>> {
+        if rw.m.comps[rw.c].insts[h].opcode == Opcode::Convolution {
+            return self.expand_conv(rw, h);
+        }
         let i = rw.m.comps[rw.c].insts[h].clone();
         let (l, r) = (rw.arr(i.operands[0])?, rw.arr(i.operands[1])?);
         if !float(l.ty)
@@ -114,6 +125,77 @@ impl OpExpander for SplitF32Dots {
                 continue;
             };
             let d = rw.add(Opcode::Dot, &[x, y], attrs.clone(), Some(i.shape.clone()))?;
+            sum = Some(match sum {
+                None => d,
+                Some(s) => {
+                    self.repeated.set(self.repeated.get() + flops);
+                    rw.op(Opcode::Add, &[s, d])?
+                }
+            });
+        }
+        Ok(sum)
+    }
+}
+
+impl SplitF32Dots {
+    /// A convolution's rewrite (module docs).
+    fn expand_conv(&self, rw: &mut Rw<'_>, h: InstId) -> CResult<Option<InstId>> {
+        let i = rw.m.comps[rw.c].insts[h].clone();
+        let (l, r) = (rw.arr(i.operands[0])?, rw.arr(i.operands[1])?);
+        let out = i.shape.as_array().expect("matched").clone();
+        if !float(l.ty) || !float(r.ty) {
+            return Ok(None);
+        }
+        let Some(cv) = i.conv() else {
+            return Ok(None);
+        };
+        if crate::lower::conv::stream_layout(&rw.m.comps[rw.c], &i).is_none() {
+            return Ok(None);
+        }
+        // Large: the input, or the f32 accumulator of the result (what the MXU path holds
+        // in VMEM whatever the result type).
+        let limit = self.vmem_bytes / BIG_FRACTION;
+        let wide = hlo::Shape::Array(hlo::ArrayShape {
+            ty: ElementType::F32,
+            ..out.clone()
+        });
+        let big = [hlo::Shape::Array(l.clone()), wide.clone()]
+            .iter()
+            .any(|a| a.byte_size().is_none_or(|b| b > limit));
+        if !big {
+            return Ok(None);
+        }
+        let both_bf16 = l.ty == ElementType::BF16 && r.ty == ElementType::BF16;
+        let mut attrs = i.attrs.clone().into_inner();
+        if both_bf16 {
+            if out.ty != ElementType::BF16 {
+                return Ok(None);
+            }
+            let acc = rw.add(Opcode::Convolution, &i.operands, attrs, Some(wide))?;
+            return rw.convert(acc, ElementType::BF16).map(Some);
+        }
+        if out.ty != ElementType::F32 {
+            return Ok(None);
+        }
+        let passes = f32_passes(cv.precision, self.min_passes);
+        let n = f32_parts(passes);
+        let o = r.dims[cv.dims.kernel_output_feature as usize].max(1) as u64;
+        let per_out: u64 = r.dims.iter().map(|&d| d.max(0) as u64).product::<u64>() / o;
+        let flops = 2 * out.udims().iter().product::<usize>() as u64 * per_out;
+        let lp = parts(rw, i.operands[0], n)?;
+        let rp = parts(rw, i.operands[1], n)?;
+        attrs.operand_precision = None;
+        let mut sum: Option<InstId> = None;
+        for &(a, b) in f32_pass_list(passes) {
+            let (Some(&x), Some(&y)) = (lp.get(a), rp.get(b)) else {
+                continue;
+            };
+            let d = rw.add(
+                Opcode::Convolution,
+                &[x, y],
+                attrs.clone(),
+                Some(wide.clone()),
+            )?;
             sum = Some(match sum {
                 None => d,
                 Some(s) => {
@@ -236,5 +318,52 @@ mod tests {
             repeated: Default::default(),
         };
         assert!(!p.run(&mut m).unwrap());
+    }
+
+    #[test]
+    fn a_large_f32_convolution_splits_into_bf16_parts_and_a_bf16_one_widens_its_result() {
+        let text = "HloModule c\n\nENTRY e {\n  x = f32[2,6,6,8] parameter(0)\n  k = \
+                    f32[3,3,8,4] parameter(1)\n  xb = bf16[2,6,6,8] parameter(2)\n  kb = \
+                    bf16[3,3,8,4] parameter(3)\n  y = f32[2,6,6,4] convolution(x, k), \
+                    window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n  yb = \
+                    bf16[2,6,6,4] convolution(xb, kb), window={size=3x3 pad=1_1x1_1}, \
+                    dim_labels=b01f_01io->b01f\n  ROOT t = (f32[2,6,6,4], bf16[2,6,6,4]) \
+                    tuple(y, yb)\n}\n";
+        // 2·6·6·8·4 bytes = 2,304: "too large" on a 4 KiB VMEM.
+        let p = SplitF32Dots {
+            vmem_bytes: 4 << 10,
+            min_passes: 3,
+            bf16: true,
+            repeated: Default::default(),
+        };
+        let (m, x) = expand(text, &[&p]);
+        let convs: Vec<(ElementType, ElementType)> = x
+            .entry()
+            .insts
+            .values()
+            .filter(|i| i.opcode == Opcode::Convolution)
+            .map(|i| {
+                let t = |h: InstId| x.entry().insts[h].shape.as_array().unwrap().ty;
+                (t(i.operands[0]), i.shape.as_array().unwrap().ty)
+            })
+            .collect();
+        // 3 passes of the f32 one, and the bf16 one with an f32 result.
+        assert_eq!(convs.len(), 4, "{convs:?}");
+        assert!(convs
+            .iter()
+            .all(|&c| c == (ElementType::BF16, ElementType::F32)));
+        assert_eq!(p.repeated.get(), 2 * 2 * (2 * 6 * 6 * 4 * 3 * 3 * 8));
+        let f = |n: usize, s: f32| -> Vec<f32> {
+            (0..n).map(|k| ((k * 37 % 101) as f32 - 50.0) * s).collect()
+        };
+        let bf = |v: Vec<f32>| v.into_iter().map(half::bf16::from_f32).collect();
+        let args = [
+            Literal::array(vec![2, 6, 6, 8], ArrayData::F32(f(576, 0.0123))),
+            Literal::array(vec![3, 3, 8, 4], ArrayData::F32(f(288, 0.0371))),
+            Literal::array(vec![2, 6, 6, 8], ArrayData::BF16(bf(f(576, 0.25)))),
+            Literal::array(vec![3, 3, 8, 4], ArrayData::BF16(bf(f(288, 0.125)))),
+        ];
+        let (want, have) = eval_both(&m, &x, &args);
+        assert_matches(eval::case::Check::Close, 1e-3, &want, &have);
     }
 }
