@@ -376,13 +376,14 @@ impl Lowerer<'_> {
     /// byte offset of the chip's final block.
     fn torus_run(
         &mut self,
+        h: InstId,
         order: &[usize],
         base: u64,
         total: u64,
         ty: ElementType,
         what: Torus<'_>,
     ) -> CResult<()> {
-        let t = self.vty(ty)?;
+        self.vty(ty)?;
         let w = ty.byte_size() as u64;
         let topo = sim::ici::Topo::new(&self.arch.ici);
         let ext: Vec<u64> = order.iter().map(|&k| topo.dims[k] as u64).collect();
@@ -425,7 +426,32 @@ impl Lowerer<'_> {
             lanes.push(self.lanes_in(f, base, chunk, ty, combine.is_some())?);
         }
         let block = *ce.last().unwrap_or(&total);
-        if self.coll_begin(&recs)? {
+        if self.async_until.is_some() && lanes.iter().all(|l| l.len() == FANOUT_SEMS.len()) {
+            return self.torus_async(h, &recs, &lanes, &ext, base, block, ty, what);
+        }
+        self.torus_sync(&recs, &lanes, &ext, base, block, ty, what)
+    }
+
+    /// The synchronous block of [`Self::torus_run`].
+    #[allow(clippy::too_many_arguments)]
+    fn torus_sync(
+        &mut self,
+        recs: &[Vec<i64>],
+        lanes: &[Vec<Lane>],
+        ext: &[u64],
+        base: u64,
+        block: u64,
+        ty: ElementType,
+        what: Torus<'_>,
+    ) -> CResult<()> {
+        let t = self.vty(ty)?;
+        let w = ty.byte_size() as u64;
+        let last = 4 * lanes.len();
+        let combine = match what {
+            Torus::AllReduce(op) | Torus::ReduceScatter(op, _) => Some(op),
+            Torus::AllGather(_) => None,
+        };
+        if self.coll_begin(recs)? {
             if let Torus::AllGather(own) = what {
                 self.block_addr(last, base);
                 let pieces = self.runtime_vpu(RtVpu::Load, own.addr, block, t, w, 0);
@@ -1035,7 +1061,7 @@ impl Lowerer<'_> {
             };
             if let Some(tor) = self.torus_stages(&groups) {
                 self.note(h, CollKind::AllReduce, &groups, n * w, &tor);
-                self.torus_run(&tor, work.addr, g * ce, ty, Torus::AllReduce(op))?;
+                self.torus_run(h, &tor, work.addr, g * ce, ty, Torus::AllReduce(op))?;
             } else if g > 1 {
                 self.note(h, CollKind::AllReduce, &groups, n * w, &[]);
                 let lanes = self.lanes(work.addr, ce, ty, true)?;
@@ -1258,6 +1284,7 @@ impl Lowerer<'_> {
         if let Some(tor) = self.torus_block_stages(&groups) {
             self.note(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w, &tor);
             self.torus_run(
+                h,
                 &tor,
                 stage.addr,
                 g as u64 * ce,
@@ -1375,7 +1402,7 @@ impl Lowerer<'_> {
         let before = self.async_pushes;
         if let Some(tor) = self.torus_block_stages(&groups) {
             self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w, &tor);
-            self.torus_run(&tor, stage.addr, g as u64 * ce, ty, Torus::AllGather(&x))?;
+            self.torus_run(h, &tor, stage.addr, g as u64 * ce, ty, Torus::AllGather(&x))?;
         } else {
             self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w, &[]);
             let recs = self.ring_records(&groups, false);
@@ -2045,9 +2072,18 @@ impl Lowerer<'_> {
     /// collectives in flight complete, oldest first, until enough are. `None` if even then too
     /// few are free.
     fn hold_async(&mut self, n: usize) -> Option<Vec<u8>> {
+        self.hold_async_counted(n, &[]).map(|(s, _)| s)
+    }
+
+    /// [`Self::hold_async`] of `n` semaphores and one counted semaphore per entry of `counts`
+    /// ([`super::emit::Emitter::hold_counted`]).
+    fn hold_async_counted(&mut self, n: usize, counts: &[u32]) -> Option<(Vec<u8>, Vec<u8>)> {
         loop {
             if let Some(s) = self.e.hold(n) {
-                return Some(s);
+                match self.e.hold_counted(counts) {
+                    Some(c) => return Some((s, c)),
+                    None => self.e.give_back(&s),
+                }
             }
             // The oldest that still waits for something.
             let k = self.in_flight.iter().position(|f| !f.held.is_empty())?;
@@ -2406,6 +2442,215 @@ impl Lowerer<'_> {
             start: h,
             waits: vec![(done, nl as u32 * g as u32)],
             held,
+            fanout: true,
+            post: None,
+        });
+        Ok(())
+    }
+
+    /// A torus collective ([`Self::torus_run`]) issued without waiting, its stages ordered on
+    /// the units' own semaphores like the flat ring's ([`Self::ring_all_reduce_async`]); two
+    /// lanes per stage. Within a stage, the flat ring's order: a reduce-scatter step's
+    /// receive and send wait for the lane's previous combine (a fan-out semaphore), its
+    /// combine for its receive; an all-gather step's send for the lane's previous receive, its
+    /// receive (all-reduce) for the reduce-scatter send of the chunk it overwrites. Between
+    /// stages, the next stage's first sends (both lanes) read the segment the whole previous
+    /// stage wrote:
+    /// * after a reduce-scatter stage (or the all-gather's load of the chip's block), its last
+    ///   VPU instruction (the second lane's last combine, after the first lane's on the
+    ///   in-order VPU) signals the second fan-out semaphore (`signal=2`), one count for each
+    ///   lane's first send. The next reduce-scatter stage posts its first sends before its
+    ///   first receives, so no receive of a stage signals the lanes' receive semaphores (shared
+    ///   by the stages) before the previous stage's combines have taken theirs;
+    /// * after an all-gather stage, whose receives complete in any order: its sends and its
+    ///   last receives (`2g`) signal a counted semaphore (`wait=2g`, [`super::emit::Emitter::hold_counted`]),
+    ///   and a one-cycle `ici.model` at the head of the next stage's commands waits for it and
+    ///   signals the second fan-out semaphore for the two first sends (a relay on the ICI
+    ///   queue, in order: every command of the next stage starts after it).
+    ///
+    /// The last all-gather stage's sends and last receives (a reduce-scatter: every send and
+    /// the store of the chip's block) signal the completion semaphore the done waits for;
+    /// every other command's completion is ordered before one of those.
+    #[allow(clippy::too_many_arguments)]
+    fn torus_async(
+        &mut self,
+        h: InstId,
+        recs: &[Vec<i64>],
+        stages: &[Vec<Lane>],
+        ext: &[u64],
+        base: u64,
+        block: u64,
+        ty: ElementType,
+        what: Torus<'_>,
+    ) -> CResult<()> {
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let t = self.vty(ty)?;
+        let w = ty.byte_size() as u64;
+        let n = stages.len();
+        let nl = FANOUT_SEMS.len();
+        let total: u64 = ext.iter().product::<u64>() * block;
+        let combine = match what {
+            Torus::AllReduce(op) | Torus::ReduceScatter(op, _) => Some(op),
+            Torus::AllGather(_) => None,
+        };
+        let gather = !matches!(what, Torus::ReduceScatter(..));
+        let reduce = matches!(what, Torus::AllReduce(_));
+        // Held: the completion semaphore; per lane the reduce-scatter receives' and the
+        // all-gather receives' (each shared by the stages); per stage and lane the
+        // reduce-scatter sends' (all-reduce: an all-gather receive waits for the send of its
+        // chunk, stages apart). Counted: one per all-gather stage size that ends before another.
+        let n_rs = if combine.is_some() { nl } else { 0 };
+        let n_ag = if gather { nl } else { 0 };
+        let n_ks = if reduce { nl * n } else { 0 };
+        let mut counts: Vec<u32> = Vec::new();
+        if gather {
+            for &g in &ext[1..] {
+                let k = (nl as u64 * g) as u32;
+                if !counts.contains(&k) {
+                    counts.push(k);
+                }
+            }
+        }
+        let Some((held, counted)) = self.hold_async_counted(1 + n_rs + n_ag + n_ks, &counts) else {
+            // Too few semaphores free: the synchronous block.
+            return self.torus_sync(recs, stages, ext, base, block, ty, what);
+        };
+        self.take_fanout(nl);
+        let region = isa::Access::vmem(base, total * w);
+        match what {
+            Torus::AllGather(own) => {
+                self.e.seq_read(own.access());
+                // The VPU reads the operand after the start: it lives until the done.
+                self.extend_life(&Val::Array(own.clone()), h);
+            }
+            Torus::ReduceScatter(_, out) => self.e.seq_write(out.access()),
+            Torus::AllReduce(_) => {}
+        }
+        self.e.seq_write(region);
+        for l in stages.iter().flatten().filter(|_| combine.is_some()) {
+            self.e.seq_write(isa::Access::vmem(l.tmp, l.len * w));
+        }
+        self.load_record(recs)?;
+        let done = held[0];
+        let kr = |i: usize| held[1 + i];
+        let kg = |i: usize| held[1 + n_rs + i];
+        let ks = |k: usize, i: usize| held[1 + n_rs + n_ag + nl * k + i];
+        let boundary = |g: u64| {
+            let k = (nl as u64 * g) as u32;
+            counted[counts.iter().position(|&c| c == k).expect("held per size")]
+        };
+        let relay = FANOUT_SEMS[nl - 1];
+        let at = |space| MemRef {
+            space,
+            base: R_ADDR,
+            off: 0,
+        };
+        let last_field = 4 * n;
+        // What the next stage's first sends wait for.
+        let mut gate: Option<u8> = None;
+        let mut done_count = 0u32;
+        if let Torus::AllGather(own) = what {
+            self.block_addr(last_field, base);
+            self.runtime_vpu_with(RtVpu::Load, own.addr, block, t, w, |_, last| {
+                (None, last.then_some(relay))
+            });
+            gate = Some(relay);
+        }
+        if let Some(op) = combine {
+            for (k, lanes) in stages.iter().enumerate() {
+                let g = ext[k];
+                let steps = g as i64 - 1;
+                // The next stage's (or the all-gather's) first sends wait for this stage's
+                // last combine; a reduce-scatter's last store follows it on the VPU.
+                let hand_on = k + 1 < n || gather;
+                self.ld_field(R_POS, lanes[0].f.pos);
+                for s in 0..steps {
+                    let kk = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
+                    let sends_first = s == 0 && gate.is_some();
+                    for (i, lane) in lanes.iter().enumerate() {
+                        let (from, to) = if lane.fwd {
+                            (lane.f.prev, lane.f.next)
+                        } else {
+                            (lane.f.next, lane.f.prev)
+                        };
+                        let (rgate, sgate) = if s > 0 {
+                            (Some(FANOUT_SEMS[i]), Some(FANOUT_SEMS[i]))
+                        } else {
+                            (None, gate)
+                        };
+                        let ssig = if reduce { ks(k, i) } else { done };
+                        let len = lane.len * w;
+                        let dst = self.e.memref(Space::Vmem, lane.tmp);
+                        if !sends_first {
+                            self.post_sync(false, from, dst, len, lane.tag, rgate, Some(kr(i)));
+                        }
+                        self.chunk_addr(kk(lane, 1), g, lane.stride, lane.base, lane.f.seg);
+                        self.post_sync(true, to, at(lane.space), len, lane.tag, sgate, Some(ssig));
+                        if sends_first {
+                            self.post_sync(false, from, dst, len, lane.tag, rgate, Some(kr(i)));
+                        }
+                    }
+                    if !reduce {
+                        done_count += nl as u32;
+                    }
+                    for (i, lane) in lanes.iter().enumerate() {
+                        let sig = if s + 1 < steps {
+                            Some(FANOUT_SEMS[i])
+                        } else if i + 1 == nl && hand_on {
+                            Some(relay)
+                        } else {
+                            None
+                        };
+                        self.chunk_addr(kk(lane, 2), g, lane.stride, lane.base, lane.f.seg);
+                        let kri = kr(i);
+                        self.runtime_vpu_with(
+                            RtVpu::Combine(op),
+                            lane.tmp,
+                            lane.len,
+                            t,
+                            w,
+                            |j, last| ((j == 0).then_some(kri), if last { sig } else { None }),
+                        );
+                    }
+                }
+                gate = Some(relay);
+            }
+        }
+        if let Torus::ReduceScatter(_, out) = what {
+            self.block_addr(last_field, base);
+            self.runtime_vpu_with(RtVpu::Store, out.addr, block, t, w, |_, last| {
+                (None, last.then_some(done))
+            });
+            done_count += 1;
+        }
+        if gather {
+            for (k, lanes) in stages.iter().enumerate().rev() {
+                if k + 1 < n {
+                    // The relay: after every command of the stage before.
+                    self.e.seq(Inst::IciModel {
+                        cycles: 1,
+                        wait: Some(Sem(boundary(ext[k + 1]))),
+                        signal: Some(Sem(relay)),
+                    });
+                }
+                let end = if k == 0 { done } else { boundary(ext[k]) };
+                self.ld_field(R_POS, lanes[0].f.pos);
+                let first = gate.expect("the all-gather's first sends have a gate");
+                self.async_gather_steps(lanes, ext[k], w, end, &|i| {
+                    (reduce.then(|| ks(k, i)), first, kg(i))
+                });
+                gate = Some(relay);
+            }
+            done_count = nl as u32 * ext[0] as u32;
+        }
+        let mut all = held;
+        all.extend(counted);
+        self.push_in_flight(InFlight {
+            start: h,
+            waits: vec![(done, done_count)],
+            held: all,
             fanout: true,
             post: None,
         });

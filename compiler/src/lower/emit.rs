@@ -399,6 +399,36 @@ impl Emitter {
         Some(free)
     }
 
+    /// [`Self::hold`] of one counted semaphore per entry of `counts` (of [`COUNTED`], each
+    /// declared `.sem semK wait=k` for good, as the emitter's own fan-in waits do): for a
+    /// unit-side wait of an asynchronous collective on `k` of its own commands. One already
+    /// declared with that count first. `None` (nothing held) if too few are free.
+    pub fn hold_counted(&mut self, counts: &[u32]) -> Option<Vec<u8>> {
+        let mut got: Vec<u8> = Vec::new();
+        for &k in counts {
+            let free = |e: &Self, s: u8, want: u32| {
+                e.held & (1 << s) == 0
+                    && e.sem_free[s as usize].is_some()
+                    && e.wait_count[s as usize] == want
+                    && !got.contains(&s)
+            };
+            let s = COUNTED
+                .clone()
+                .find(|&s| free(self, s, k))
+                .or_else(|| COUNTED.clone().find(|&s| free(self, s, 0)));
+            match s {
+                Some(s) => got.push(s),
+                None => return None,
+            }
+        }
+        for (&s, &k) in got.iter().zip(counts) {
+            self.sem_free[s as usize] = None;
+            self.held |= 1 << s;
+            self.wait_count[s as usize] = k;
+        }
+        Some(got)
+    }
+
     /// Marks semaphores of the fan-out set held (see [`Self::hold`]); they are outside the pool.
     pub fn hold_fanout(&mut self) {
         for s in FANOUT_SEMS {
