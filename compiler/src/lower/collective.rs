@@ -82,9 +82,13 @@
 //! first.
 //! A partial permute start ([`Lowerer::permute_async_partial`]) has the chips that are no
 //! target send zeros to those that are no source.
-//! Torus stages, all-reduces streamed
-//! through HBM and starts when too few semaphores are free run the synchronous block at the
-//! start (right values, no overlap); `async-start`/`async-done` of anything but one such
+//! Torus stages ([`Lowerer::torus_async`]) are issued at the start too, every stage's ring
+//! into the queues, the stage boundaries ordered on the units' semaphores (a fan-out
+//! semaphore signalled by a reduce-scatter stage's last combine; after an all-gather stage a
+//! counted semaphore and a one-cycle `ici.model` relay on the ICI queue). All-reduces
+//! streamed through HBM, torus stages with chunks too small for two lanes and starts when
+//! too few semaphores are free run the synchronous block at the start (right values, no
+//! overlap); `async-start`/`async-done` of anything but one such
 //! collective reach this file as their synchronous ops. A tuple all-reduce-start runs one
 //! asynchronous ring per element type (its operands copied into one buffer each); its done
 //! waits for all of them. With the analytic backend the start is one `ici.model` that
@@ -370,6 +374,9 @@ impl Lowerer<'_> {
     /// Reduce-scatter: the reduce-scatter stages, then the chip's block (at the byte offset
     /// the record's last field holds) is stored to `out`. All-gather: the chip's block is
     /// loaded from `own` to that offset, then the all-gather stages in reverse.
+    ///
+    /// Inside an asynchronous start (`async_until` set) with two lanes per stage, the
+    /// stages are issued without waiting ([`Self::torus_async`]); else a synchronous block.
     ///
     /// Record per chip: per stage `s` `[pos_s, next_s, prev_s, seg_s]` (position along the
     /// dimension, ring neighbours, byte offset of the segment the stage works on), then the
@@ -2129,7 +2136,7 @@ impl Lowerer<'_> {
     /// (its parameter bound to the operand; every value it makes lives until the done), and
     /// issued like an all-reduce start ([`Self::ring_reduce_scatter_async`] on a flat ring,
     /// [`Self::all_to_all_async`] for an all-to-all that needs no rearranging after its
-    /// transfers; torus stages and the other all-to-alls run synchronously at the start). Its value is `((operand), result,
+    /// transfers; a reduce-scatter in torus stages by [`Self::torus_async`]; the other all-to-alls run synchronously at the start). Its value is `((operand), result,
     /// context)`; the `async-done` waits and takes the result.
     fn async_wrapped(&mut self, h: InstId) -> CResult<Val> {
         let inst = &self.comp().insts[h];
