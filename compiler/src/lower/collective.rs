@@ -621,6 +621,15 @@ impl Lowerer<'_> {
                 a
             }
         };
+        self.coll_rec = (table, k);
+        self.reload_record(F_POS);
+        Ok(())
+    }
+
+    /// Loads the chip's record address of the last table placed (`s29`) and its field
+    /// `pos_field` (`s30`).
+    fn reload_record(&mut self, pos_field: usize) {
+        let (table, k) = self.coll_rec;
         self.e.seq(Inst::SCsr {
             rd: R_REC,
             csr: Csr::ReplicaId,
@@ -639,8 +648,7 @@ impl Lowerer<'_> {
             ra: R_REC,
             rb: R_ADDR,
         });
-        self.ld_field(R_POS, F_POS);
-        Ok(())
+        self.ld_field(R_POS, pos_field);
     }
 
     /// The α-β closed form of the last noted collective, in cycles.
@@ -1984,13 +1992,33 @@ impl Lowerer<'_> {
         done: u8,
         sems: &dyn Fn(usize) -> (Option<u8>, u8, u8),
     ) {
+        self.async_gather_steps_deferred(lanes, g, w, done, sems, false)
+    }
+
+    /// [`Self::async_gather_steps`]; `defer`: each step's commands (with the record reloaded)
+    /// are a deferred group of the emitter, emitted between the MXU instructions of a dot
+    /// lowered next or before anything else ([`super::emit::Emitter::flush_deferred`]).
+    fn async_gather_steps_deferred(
+        &mut self,
+        lanes: &[Lane],
+        g: u64,
+        w: u64,
+        done: u8,
+        sems: &dyn Fn(usize) -> (Option<u8>, u8, u8),
+        defer: bool,
+    ) {
         let steps = g as i64 - 1;
         let at = |space| MemRef {
             space,
             base: R_ADDR,
             off: 0,
         };
+        let hlo = self.e.b.current_hlo().unwrap_or("").to_string();
         for s in 0..steps {
+            if defer {
+                self.e.begin_capture();
+                self.reload_record(lanes[0].f.pos);
+            }
             let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
             for (i, lane) in lanes.iter().enumerate() {
                 let (recv_gate, first, kg) = sems(i);
@@ -2008,6 +2036,9 @@ impl Lowerer<'_> {
                 self.chunk_addr(k(lane, 0), g, lane.stride, lane.base, lane.f.seg);
                 let src = at(lane.space);
                 self.post_sync(true, to, src, len, lane.tag, Some(gate), Some(done));
+            }
+            if defer {
+                self.e.end_capture(&hlo);
             }
         }
     }
@@ -2440,11 +2471,21 @@ impl Lowerer<'_> {
                 });
             }
         }
-        // All-gather.
-        self.async_gather_steps(lanes, g, w, done, &|i| {
-            let (_, kc1, _, ks, kg) = sem(i);
-            (Some(ks), kc1, kg)
-        });
+        // All-gather: where the ring's commands are more than the ICI queue holds, its steps
+        // are deferred (emitted between the MXU instructions of a dot lowered next), so the
+        // sequencer does not stall on the full queue before it issues that dot.
+        let defer = 4 * nl * steps as usize > self.arch.sequencer.queue_depth as usize;
+        self.async_gather_steps_deferred(
+            lanes,
+            g,
+            w,
+            done,
+            &|i| {
+                let (_, kc1, _, ks, kg) = sem(i);
+                (Some(ks), kc1, kg)
+            },
+            defer,
+        );
         self.push_in_flight(InFlight {
             start: h,
             waits: vec![(done, nl as u32 * g as u32)],
