@@ -68,8 +68,9 @@
 //! between start and done on other units (MXU, DMA) and with the sequencer's issue. What
 //! does not: the ICI queue is in order and holds `sequencer.queue_depth` commands, and the
 //! ring needs `4(g−1)` per lane, so on larger rings (`g = 8` on tpu-v4: 56) the sequencer
-//! stalls on the full ICI queue until the ring's first steps have started (measured:
-//! docs/ici.md); VPU work lowered between start and done queues behind the combines (one VPU
+//! would stall on the full ICI queue until the ring's first steps have started: an
+//! all-reduce start then defers its all-gather steps into the MXU instructions of a dot
+//! lowered right after it ([`super::emit::Emitter::deferred`]; measured: docs/ici.md); VPU work lowered between start and done queues behind the combines (one VPU
 //! queue) and waits for them; a `fence` in between (control flow, the emitter out of
 //! semaphores) or a synchronous collective waits for the collectives in flight to finish.
 //! **Several in flight:** a start lowered while others are in flight issues without waiting
@@ -2674,21 +2675,39 @@ impl Lowerer<'_> {
             done_count += 1;
         }
         if gather {
+            // An all-reduce whose commands are more than the ICI queue holds defers its
+            // all-gather stages (as the flat ring's, `ring_all_reduce_async`).
+            let per_ring: usize = ext.iter().map(|&g| 2 * nl * (g as usize - 1)).sum();
+            let defer = reduce && 2 * per_ring > self.arch.sequencer.queue_depth as usize;
+            let hlo = self.e.b.current_hlo().unwrap_or("").to_string();
             for (k, lanes) in stages.iter().enumerate().rev() {
                 if k + 1 < n {
                     // The relay: after every command of the stage before.
+                    if defer {
+                        self.e.begin_capture();
+                    }
                     self.e.seq(Inst::IciModel {
                         cycles: 1,
                         wait: Some(Sem(boundary(ext[k + 1]))),
                         signal: Some(Sem(relay)),
                     });
+                    if defer {
+                        self.e.end_capture(&hlo);
+                    }
                 }
                 let end = if k == 0 { done } else { boundary(ext[k]) };
-                self.ld_field(R_POS, lanes[0].f.pos);
+                if !defer {
+                    self.ld_field(R_POS, lanes[0].f.pos);
+                }
                 let first = gate.expect("the all-gather's first sends have a gate");
-                self.async_gather_steps(lanes, ext[k], w, end, &|i| {
-                    (reduce.then(|| ks(k, i)), first, kg(i))
-                });
+                self.async_gather_steps_deferred(
+                    lanes,
+                    ext[k],
+                    w,
+                    end,
+                    &|i| (reduce.then(|| ks(k, i)), first, kg(i)),
+                    defer,
+                );
                 gate = Some(relay);
             }
             done_count = nl as u32 * ext[0] as u32;
