@@ -2068,6 +2068,8 @@ impl Lowerer<'_> {
     /// The sequencer waits for `f`'s completion semaphores; its semaphores return to the pool
     /// (`f` then waits for nothing and holds nothing).
     fn complete(&mut self, f: &mut InFlight) {
+        // Its deferred commands are issued before the sequencer waits for them.
+        self.e.flush_deferred();
         for (sem, n) in std::mem::take(&mut f.waits) {
             self.wait(sem, n);
         }
@@ -2117,6 +2119,9 @@ impl Lowerer<'_> {
     /// [`Self::hold_async`] of `n` semaphores and one counted semaphore per entry of `counts`
     /// ([`super::emit::Emitter::hold_counted`]).
     fn hold_async_counted(&mut self, n: usize, counts: &[u32]) -> Option<(Vec<u8>, Vec<u8>)> {
+        // A collective deferred part of its commands (another ring of a tuple all-reduce):
+        // they go first, so each collective's commands keep their order on the ICI queue.
+        self.e.flush_deferred();
         loop {
             if let Some(s) = self.e.hold(n) {
                 match self.e.hold_counted(counts) {

@@ -795,6 +795,30 @@ mod tests {
     }
 
     #[test]
+    fn a_held_counted_semaphore_keeps_its_count_and_is_not_handed_out_while_held() {
+        let mut e = Emitter::new();
+        let got = e.hold_counted(&[8, 4]).expect("counted semaphores free");
+        assert_eq!(got.len(), 2);
+        assert!(got.iter().all(|s| COUNTED.contains(s)), "{got:?}");
+        assert_eq!(e.wait_count[got[0] as usize], 8);
+        assert_eq!(e.wait_count[got[1] as usize], 4);
+        // Neither is held twice, nor taken by `hold`.
+        let more = e.hold_counted(&[8]).expect("another");
+        assert!(!got.contains(&more[0]), "{more:?}");
+        let plain = e.hold(4).expect("pool semaphores");
+        assert!(plain.iter().all(|s| !COUNTED.contains(s)), "{plain:?}");
+        // Given back, one with the count is preferred; the count is declared at the end.
+        e.give_back(&got);
+        let again = e.hold_counted(&[8]).expect("again");
+        assert_eq!(again, vec![got[0]]);
+        e.give_back(&again);
+        e.give_back(&more);
+        e.give_back(&plain);
+        let prog = e.finish().expect("valid");
+        assert!(prog.sems.iter().any(|d| d.sem == got[0] && d.wait == 8));
+    }
+
+    #[test]
     fn held_semaphores_survive_a_fence_and_are_never_handed_out() {
         let mut e = Emitter::new();
         // Every pool semaphore hold may take (the counted ones are never held) but one.
