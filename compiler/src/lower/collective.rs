@@ -68,8 +68,9 @@
 //! between start and done on other units (MXU, DMA) and with the sequencer's issue. What
 //! does not: the ICI queue is in order and holds `sequencer.queue_depth` commands, and the
 //! ring needs `4(g−1)` per lane, so on larger rings (`g = 8` on tpu-v4: 56) the sequencer
-//! stalls on the full ICI queue until the ring's first steps have started (measured:
-//! docs/ici.md); VPU work lowered between start and done queues behind the combines (one VPU
+//! would stall on the full ICI queue until the ring's first steps have started: an
+//! all-reduce start then defers its all-gather steps into the MXU instructions of a dot
+//! lowered right after it ([`super::emit::Emitter::deferred`]; measured: docs/ici.md); VPU work lowered between start and done queues behind the combines (one VPU
 //! queue) and waits for them; a `fence` in between (control flow, the emitter out of
 //! semaphores) or a synchronous collective waits for the collectives in flight to finish.
 //! **Several in flight:** a start lowered while others are in flight issues without waiting
@@ -82,9 +83,13 @@
 //! first.
 //! A partial permute start ([`Lowerer::permute_async_partial`]) has the chips that are no
 //! target send zeros to those that are no source.
-//! Torus stages, all-reduces streamed
-//! through HBM and starts when too few semaphores are free run the synchronous block at the
-//! start (right values, no overlap); `async-start`/`async-done` of anything but one such
+//! Torus stages ([`Lowerer::torus_async`]) are issued at the start too, every stage's ring
+//! into the queues, the stage boundaries ordered on the units' semaphores (a fan-out
+//! semaphore signalled by a reduce-scatter stage's last combine; after an all-gather stage a
+//! counted semaphore and a one-cycle `ici.model` relay on the ICI queue). All-reduces
+//! streamed through HBM, torus stages with chunks too small for two lanes and starts when
+//! too few semaphores are free run the synchronous block at the start (right values, no
+//! overlap); `async-start`/`async-done` of anything but one such
 //! collective reach this file as their synchronous ops. A tuple all-reduce-start runs one
 //! asynchronous ring per element type (its operands copied into one buffer each); its done
 //! waits for all of them. With the analytic backend the start is one `ici.model` that
@@ -371,18 +376,22 @@ impl Lowerer<'_> {
     /// the record's last field holds) is stored to `out`. All-gather: the chip's block is
     /// loaded from `own` to that offset, then the all-gather stages in reverse.
     ///
+    /// Inside an asynchronous start (`async_until` set) with two lanes per stage, the
+    /// stages are issued without waiting ([`Self::torus_async`]); else a synchronous block.
+    ///
     /// Record per chip: per stage `s` `[pos_s, next_s, prev_s, seg_s]` (position along the
     /// dimension, ring neighbours, byte offset of the segment the stage works on), then the
     /// byte offset of the chip's final block.
     fn torus_run(
         &mut self,
+        h: InstId,
         order: &[usize],
         base: u64,
         total: u64,
         ty: ElementType,
         what: Torus<'_>,
     ) -> CResult<()> {
-        let t = self.vty(ty)?;
+        self.vty(ty)?;
         let w = ty.byte_size() as u64;
         let topo = sim::ici::Topo::new(&self.arch.ici);
         let ext: Vec<u64> = order.iter().map(|&k| topo.dims[k] as u64).collect();
@@ -425,7 +434,32 @@ impl Lowerer<'_> {
             lanes.push(self.lanes_in(f, base, chunk, ty, combine.is_some())?);
         }
         let block = *ce.last().unwrap_or(&total);
-        if self.coll_begin(&recs)? {
+        if self.async_until.is_some() && lanes.iter().all(|l| l.len() == FANOUT_SEMS.len()) {
+            return self.torus_async(h, &recs, &lanes, &ext, base, block, ty, what);
+        }
+        self.torus_sync(&recs, &lanes, &ext, base, block, ty, what)
+    }
+
+    /// The synchronous block of [`Self::torus_run`].
+    #[allow(clippy::too_many_arguments)]
+    fn torus_sync(
+        &mut self,
+        recs: &[Vec<i64>],
+        lanes: &[Vec<Lane>],
+        ext: &[u64],
+        base: u64,
+        block: u64,
+        ty: ElementType,
+        what: Torus<'_>,
+    ) -> CResult<()> {
+        let t = self.vty(ty)?;
+        let w = ty.byte_size() as u64;
+        let last = 4 * lanes.len();
+        let combine = match what {
+            Torus::AllReduce(op) | Torus::ReduceScatter(op, _) => Some(op),
+            Torus::AllGather(_) => None,
+        };
+        if self.coll_begin(recs)? {
             if let Torus::AllGather(own) = what {
                 self.block_addr(last, base);
                 let pieces = self.runtime_vpu(RtVpu::Load, own.addr, block, t, w, 0);
@@ -588,6 +622,15 @@ impl Lowerer<'_> {
                 a
             }
         };
+        self.coll_rec = (table, k);
+        self.reload_record(F_POS);
+        Ok(())
+    }
+
+    /// Loads the chip's record address of the last table placed (`s29`) and its field
+    /// `pos_field` (`s30`).
+    fn reload_record(&mut self, pos_field: usize) {
+        let (table, k) = self.coll_rec;
         self.e.seq(Inst::SCsr {
             rd: R_REC,
             csr: Csr::ReplicaId,
@@ -606,8 +649,7 @@ impl Lowerer<'_> {
             ra: R_REC,
             rb: R_ADDR,
         });
-        self.ld_field(R_POS, F_POS);
-        Ok(())
+        self.ld_field(R_POS, pos_field);
     }
 
     /// The α-β closed form of the last noted collective, in cycles.
@@ -1035,7 +1077,7 @@ impl Lowerer<'_> {
             };
             if let Some(tor) = self.torus_stages(&groups) {
                 self.note(h, CollKind::AllReduce, &groups, n * w, &tor);
-                self.torus_run(&tor, work.addr, g * ce, ty, Torus::AllReduce(op))?;
+                self.torus_run(h, &tor, work.addr, g * ce, ty, Torus::AllReduce(op))?;
             } else if g > 1 {
                 self.note(h, CollKind::AllReduce, &groups, n * w, &[]);
                 let lanes = self.lanes(work.addr, ce, ty, true)?;
@@ -1258,6 +1300,7 @@ impl Lowerer<'_> {
         if let Some(tor) = self.torus_block_stages(&groups) {
             self.note(h, CollKind::ReduceScatter, &groups, g as u64 * ce * w, &tor);
             self.torus_run(
+                h,
                 &tor,
                 stage.addr,
                 g as u64 * ce,
@@ -1375,7 +1418,7 @@ impl Lowerer<'_> {
         let before = self.async_pushes;
         if let Some(tor) = self.torus_block_stages(&groups) {
             self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w, &tor);
-            self.torus_run(&tor, stage.addr, g as u64 * ce, ty, Torus::AllGather(&x))?;
+            self.torus_run(h, &tor, stage.addr, g as u64 * ce, ty, Torus::AllGather(&x))?;
         } else {
             self.note(h, CollKind::AllGather, &groups, g as u64 * ce * w, &[]);
             let recs = self.ring_records(&groups, false);
@@ -1950,13 +1993,33 @@ impl Lowerer<'_> {
         done: u8,
         sems: &dyn Fn(usize) -> (Option<u8>, u8, u8),
     ) {
+        self.async_gather_steps_deferred(lanes, g, w, done, sems, false)
+    }
+
+    /// [`Self::async_gather_steps`]; `defer`: each step's commands (with the record reloaded)
+    /// are a deferred group of the emitter, emitted between the MXU instructions of a dot
+    /// lowered next or before anything else ([`super::emit::Emitter::flush_deferred`]).
+    fn async_gather_steps_deferred(
+        &mut self,
+        lanes: &[Lane],
+        g: u64,
+        w: u64,
+        done: u8,
+        sems: &dyn Fn(usize) -> (Option<u8>, u8, u8),
+        defer: bool,
+    ) {
         let steps = g as i64 - 1;
         let at = |space| MemRef {
             space,
             base: R_ADDR,
             off: 0,
         };
+        let hlo = self.e.b.current_hlo().unwrap_or("").to_string();
         for s in 0..steps {
+            if defer {
+                self.e.begin_capture();
+                self.reload_record(lanes[0].f.pos);
+            }
             let k = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
             for (i, lane) in lanes.iter().enumerate() {
                 let (recv_gate, first, kg) = sems(i);
@@ -1974,6 +2037,9 @@ impl Lowerer<'_> {
                 self.chunk_addr(k(lane, 0), g, lane.stride, lane.base, lane.f.seg);
                 let src = at(lane.space);
                 self.post_sync(true, to, src, len, lane.tag, Some(gate), Some(done));
+            }
+            if defer {
+                self.e.end_capture(&hlo);
             }
         }
     }
@@ -2002,6 +2068,8 @@ impl Lowerer<'_> {
     /// The sequencer waits for `f`'s completion semaphores; its semaphores return to the pool
     /// (`f` then waits for nothing and holds nothing).
     fn complete(&mut self, f: &mut InFlight) {
+        // Its deferred commands are issued before the sequencer waits for them.
+        self.e.flush_deferred();
         for (sem, n) in std::mem::take(&mut f.waits) {
             self.wait(sem, n);
         }
@@ -2045,9 +2113,21 @@ impl Lowerer<'_> {
     /// collectives in flight complete, oldest first, until enough are. `None` if even then too
     /// few are free.
     fn hold_async(&mut self, n: usize) -> Option<Vec<u8>> {
+        self.hold_async_counted(n, &[]).map(|(s, _)| s)
+    }
+
+    /// [`Self::hold_async`] of `n` semaphores and one counted semaphore per entry of `counts`
+    /// ([`super::emit::Emitter::hold_counted`]).
+    fn hold_async_counted(&mut self, n: usize, counts: &[u32]) -> Option<(Vec<u8>, Vec<u8>)> {
+        // A collective deferred part of its commands (another ring of a tuple all-reduce):
+        // they go first, so each collective's commands keep their order on the ICI queue.
+        self.e.flush_deferred();
         loop {
             if let Some(s) = self.e.hold(n) {
-                return Some(s);
+                match self.e.hold_counted(counts) {
+                    Some(c) => return Some((s, c)),
+                    None => self.e.give_back(&s),
+                }
             }
             // The oldest that still waits for something.
             let k = self.in_flight.iter().position(|f| !f.held.is_empty())?;
@@ -2093,7 +2173,7 @@ impl Lowerer<'_> {
     /// (its parameter bound to the operand; every value it makes lives until the done), and
     /// issued like an all-reduce start ([`Self::ring_reduce_scatter_async`] on a flat ring,
     /// [`Self::all_to_all_async`] for an all-to-all that needs no rearranging after its
-    /// transfers; torus stages and the other all-to-alls run synchronously at the start). Its value is `((operand), result,
+    /// transfers; a reduce-scatter in torus stages by [`Self::torus_async`]; the other all-to-alls run synchronously at the start). Its value is `((operand), result,
     /// context)`; the `async-done` waits and takes the result.
     fn async_wrapped(&mut self, h: InstId) -> CResult<Val> {
         let inst = &self.comp().insts[h];
@@ -2397,15 +2477,252 @@ impl Lowerer<'_> {
                 });
             }
         }
-        // All-gather.
-        self.async_gather_steps(lanes, g, w, done, &|i| {
-            let (_, kc1, _, ks, kg) = sem(i);
-            (Some(ks), kc1, kg)
-        });
+        // All-gather: where the ring's commands are more than the ICI queue holds, its steps
+        // are deferred (emitted between the MXU instructions of a dot lowered next), so the
+        // sequencer does not stall on the full queue before it issues that dot.
+        let defer = 4 * nl * steps as usize > self.arch.sequencer.queue_depth as usize;
+        self.async_gather_steps_deferred(
+            lanes,
+            g,
+            w,
+            done,
+            &|i| {
+                let (_, kc1, _, ks, kg) = sem(i);
+                (Some(ks), kc1, kg)
+            },
+            defer,
+        );
         self.push_in_flight(InFlight {
             start: h,
             waits: vec![(done, nl as u32 * g as u32)],
             held,
+            fanout: true,
+            post: None,
+        });
+        Ok(())
+    }
+
+    /// A torus collective ([`Self::torus_run`]) issued without waiting, its stages ordered on
+    /// the units' own semaphores like the flat ring's ([`Self::ring_all_reduce_async`]); two
+    /// lanes per stage. Within a stage, the flat ring's order: a reduce-scatter step's
+    /// receive and send wait for the lane's previous combine (a fan-out semaphore), its
+    /// combine for its receive; an all-gather step's send for the lane's previous receive, its
+    /// receive (all-reduce) for the reduce-scatter send of the chunk it overwrites. Between
+    /// stages, the next stage's first sends (both lanes) read the segment the whole previous
+    /// stage wrote:
+    /// * after a reduce-scatter stage (or the all-gather's load of the chip's block), its last
+    ///   VPU instruction (the second lane's last combine, after the first lane's on the
+    ///   in-order VPU) signals the second fan-out semaphore (`signal=2`), one count for each
+    ///   lane's first send. The next reduce-scatter stage posts its first sends before its
+    ///   first receives, so no receive of a stage signals the lanes' receive semaphores (shared
+    ///   by the stages) before the previous stage's combines have taken theirs;
+    /// * after an all-gather stage, whose receives complete in any order: its sends and its
+    ///   last receives (`2g`) signal a counted semaphore (`wait=2g`, [`super::emit::Emitter::hold_counted`]),
+    ///   and a one-cycle `ici.model` at the head of the next stage's commands waits for it and
+    ///   signals the second fan-out semaphore for the two first sends (a relay on the ICI
+    ///   queue, in order: every command of the next stage starts after it).
+    ///
+    /// The last all-gather stage's sends and last receives (a reduce-scatter: every send and
+    /// the store of the chip's block) signal the completion semaphore the done waits for;
+    /// every other command's completion is ordered before one of those.
+    #[allow(clippy::too_many_arguments)]
+    fn torus_async(
+        &mut self,
+        h: InstId,
+        recs: &[Vec<i64>],
+        stages: &[Vec<Lane>],
+        ext: &[u64],
+        base: u64,
+        block: u64,
+        ty: ElementType,
+        what: Torus<'_>,
+    ) -> CResult<()> {
+        if self.opts.ici_analytic {
+            return self.model_async(h);
+        }
+        let t = self.vty(ty)?;
+        let w = ty.byte_size() as u64;
+        let n = stages.len();
+        let nl = FANOUT_SEMS.len();
+        let total: u64 = ext.iter().product::<u64>() * block;
+        let combine = match what {
+            Torus::AllReduce(op) | Torus::ReduceScatter(op, _) => Some(op),
+            Torus::AllGather(_) => None,
+        };
+        let gather = !matches!(what, Torus::ReduceScatter(..));
+        let reduce = matches!(what, Torus::AllReduce(_));
+        // Held: the completion semaphore; per lane the reduce-scatter receives' and the
+        // all-gather receives' (each shared by the stages); per stage and lane the
+        // reduce-scatter sends' (all-reduce: an all-gather receive waits for the send of its
+        // chunk, stages apart). Counted: one per all-gather stage size that ends before another.
+        let n_rs = if combine.is_some() { nl } else { 0 };
+        let n_ag = if gather { nl } else { 0 };
+        let n_ks = if reduce { nl * n } else { 0 };
+        let mut counts: Vec<u32> = Vec::new();
+        if gather {
+            for &g in &ext[1..] {
+                let k = (nl as u64 * g) as u32;
+                if !counts.contains(&k) {
+                    counts.push(k);
+                }
+            }
+        }
+        let Some((held, counted)) = self.hold_async_counted(1 + n_rs + n_ag + n_ks, &counts) else {
+            // Too few semaphores free: the synchronous block.
+            return self.torus_sync(recs, stages, ext, base, block, ty, what);
+        };
+        self.take_fanout(nl);
+        let region = isa::Access::vmem(base, total * w);
+        match what {
+            Torus::AllGather(own) => {
+                self.e.seq_read(own.access());
+                // The VPU reads the operand after the start: it lives until the done.
+                self.extend_life(&Val::Array(own.clone()), h);
+            }
+            Torus::ReduceScatter(_, out) => self.e.seq_write(out.access()),
+            Torus::AllReduce(_) => {}
+        }
+        self.e.seq_write(region);
+        for l in stages.iter().flatten().filter(|_| combine.is_some()) {
+            self.e.seq_write(isa::Access::vmem(l.tmp, l.len * w));
+        }
+        self.load_record(recs)?;
+        let done = held[0];
+        let kr = |i: usize| held[1 + i];
+        let kg = |i: usize| held[1 + n_rs + i];
+        let ks = |k: usize, i: usize| held[1 + n_rs + n_ag + nl * k + i];
+        let boundary = |g: u64| {
+            let k = (nl as u64 * g) as u32;
+            counted[counts.iter().position(|&c| c == k).expect("held per size")]
+        };
+        let relay = FANOUT_SEMS[nl - 1];
+        let at = |space| MemRef {
+            space,
+            base: R_ADDR,
+            off: 0,
+        };
+        let last_field = 4 * n;
+        // What the next stage's first sends wait for.
+        let mut gate: Option<u8> = None;
+        let mut done_count = 0u32;
+        if let Torus::AllGather(own) = what {
+            self.block_addr(last_field, base);
+            self.runtime_vpu_with(RtVpu::Load, own.addr, block, t, w, |_, last| {
+                (None, last.then_some(relay))
+            });
+            gate = Some(relay);
+        }
+        if let Some(op) = combine {
+            for (k, lanes) in stages.iter().enumerate() {
+                let g = ext[k];
+                let steps = g as i64 - 1;
+                // The next stage's (or the all-gather's) first sends wait for this stage's
+                // last combine; a reduce-scatter's last store follows it on the VPU.
+                let hand_on = k + 1 < n || gather;
+                self.ld_field(R_POS, lanes[0].f.pos);
+                for s in 0..steps {
+                    let kk = |lane: &Lane, d: i64| if lane.fwd { -(s + d) } else { s + d };
+                    let sends_first = s == 0 && gate.is_some();
+                    for (i, lane) in lanes.iter().enumerate() {
+                        let (from, to) = if lane.fwd {
+                            (lane.f.prev, lane.f.next)
+                        } else {
+                            (lane.f.next, lane.f.prev)
+                        };
+                        let (rgate, sgate) = if s > 0 {
+                            (Some(FANOUT_SEMS[i]), Some(FANOUT_SEMS[i]))
+                        } else {
+                            (None, gate)
+                        };
+                        let ssig = if reduce { ks(k, i) } else { done };
+                        let len = lane.len * w;
+                        let dst = self.e.memref(Space::Vmem, lane.tmp);
+                        if !sends_first {
+                            self.post_sync(false, from, dst, len, lane.tag, rgate, Some(kr(i)));
+                        }
+                        self.chunk_addr(kk(lane, 1), g, lane.stride, lane.base, lane.f.seg);
+                        self.post_sync(true, to, at(lane.space), len, lane.tag, sgate, Some(ssig));
+                        if sends_first {
+                            self.post_sync(false, from, dst, len, lane.tag, rgate, Some(kr(i)));
+                        }
+                    }
+                    if !reduce {
+                        done_count += nl as u32;
+                    }
+                    for (i, lane) in lanes.iter().enumerate() {
+                        let sig = if s + 1 < steps {
+                            Some(FANOUT_SEMS[i])
+                        } else if i + 1 == nl && hand_on {
+                            Some(relay)
+                        } else {
+                            None
+                        };
+                        self.chunk_addr(kk(lane, 2), g, lane.stride, lane.base, lane.f.seg);
+                        let kri = kr(i);
+                        self.runtime_vpu_with(
+                            RtVpu::Combine(op),
+                            lane.tmp,
+                            lane.len,
+                            t,
+                            w,
+                            |j, last| ((j == 0).then_some(kri), if last { sig } else { None }),
+                        );
+                    }
+                }
+                gate = Some(relay);
+            }
+        }
+        if let Torus::ReduceScatter(_, out) = what {
+            self.block_addr(last_field, base);
+            self.runtime_vpu_with(RtVpu::Store, out.addr, block, t, w, |_, last| {
+                (None, last.then_some(done))
+            });
+            done_count += 1;
+        }
+        if gather {
+            // An all-reduce whose commands are more than the ICI queue holds defers its
+            // all-gather stages (as the flat ring's, `ring_all_reduce_async`).
+            let per_ring: usize = ext.iter().map(|&g| 2 * nl * (g as usize - 1)).sum();
+            let defer = reduce && 2 * per_ring > self.arch.sequencer.queue_depth as usize;
+            let hlo = self.e.b.current_hlo().unwrap_or("").to_string();
+            for (k, lanes) in stages.iter().enumerate().rev() {
+                if k + 1 < n {
+                    // The relay: after every command of the stage before.
+                    if defer {
+                        self.e.begin_capture();
+                    }
+                    self.e.seq(Inst::IciModel {
+                        cycles: 1,
+                        wait: Some(Sem(boundary(ext[k + 1]))),
+                        signal: Some(Sem(relay)),
+                    });
+                    if defer {
+                        self.e.end_capture(&hlo);
+                    }
+                }
+                let end = if k == 0 { done } else { boundary(ext[k]) };
+                if !defer {
+                    self.ld_field(R_POS, lanes[0].f.pos);
+                }
+                let first = gate.expect("the all-gather's first sends have a gate");
+                self.async_gather_steps_deferred(
+                    lanes,
+                    ext[k],
+                    w,
+                    end,
+                    &|i| (reduce.then(|| ks(k, i)), first, kg(i)),
+                    defer,
+                );
+                gate = Some(relay);
+            }
+            done_count = nl as u32 * ext[0] as u32;
+        }
+        let mut all = held;
+        all.extend(counted);
+        self.push_in_flight(InFlight {
+            start: h,
+            waits: vec![(done, done_count)],
+            held: all,
             fanout: true,
             post: None,
         });

@@ -35,6 +35,15 @@
 //! A streamed dot turns it on: its slot reloads (after the matmuls read the slot) and result
 //! copies (after the `mxu.st`s) no longer stop the sequencer.
 //!
+//! **Deferred ICI commands.** An asynchronous collective whose commands are more than the ICI
+//! queue holds leaves some of them as groups of sequencer and ICI instructions
+//! ([`Emitter::deferred`], collected by [`Emitter::begin_capture`]: they use only the
+//! collectives' scratch registers `s28..s31` and reload what they need). The lowering of a
+//! `dot` right after it sets [`Emitter::interleave`]: one group goes out after every
+//! [`INTERLEAVE_MXU`] MXU instructions, so the sequencer issues the dot instead of stalling on
+//! the full ICI queue first; anything else emits them all first
+//! ([`Emitter::flush_deferred`]), so they keep their place before every later ICI command.
+//!
 //! **Addresses.** VMEM operands are `[sB+OFF]` with a 16-bit offset: the emitter caches base
 //! values in `s1..s27` and loads a new base with `s.li` only when no cached one is in range.
 //! Operands are read at dispatch, so a register may be reloaded right after its last use.
@@ -92,6 +101,12 @@ const REG_HI: u8 = 27;
 /// above those the streamed all-reduce reserves (0..=12, `reserve` checks), below the fan-out
 /// pair; never held by an asynchronous collective ([`Emitter::hold`] takes none of them).
 const COUNTED: std::ops::RangeInclusive<u8> = 20..=27;
+/// MXU instructions between two deferred groups of an asynchronous collective's ICI commands
+/// ([`Emitter::deferred`]). Measured on the 8-chip ring next to a `[2048,1024]×[1024,1024]`
+/// dot (docs/ici.md): 2 → 26561 cycles, 4 → 25539, 8 → 24224 (the run with a queue deep
+/// enough never to stall), 16 and 32 → 24226, 64 → 24254; fewer MXU instructions between
+/// groups fill the ICI queue again before the MXU queues hold work.
+pub const INTERLEAVE_MXU: u32 = 8;
 /// Most producers one unit-side wait covers.
 pub const MAX_FAN_IN: usize = 8;
 /// Pending instructions kept per queue before the oldest is retired with a wait.
@@ -118,6 +133,15 @@ pub struct Emitter {
     pub unit_waits: bool,
     /// Per semaphore: the `wait=` count declared for it (0: none, i.e. 1).
     wait_count: [u32; SEMS],
+    /// Groups of sequencer and ICI instructions an asynchronous collective left to be
+    /// emitted later, in order, with the HLO instruction they belong to
+    /// ([`Self::flush_deferred`]).
+    pub deferred: std::collections::VecDeque<(String, Vec<Inst>)>,
+    /// While non-zero: one deferred group goes out after every `interleave` MXU instructions.
+    pub interleave: u32,
+    interleaved: u32,
+    /// While set, [`Self::seq`] appends here instead of emitting.
+    capture: Option<Vec<Inst>>,
 }
 
 /// What the emitter added to keep the program correct.
@@ -155,6 +179,10 @@ impl Emitter {
             stats: EmitStats::default(),
             unit_waits: false,
             wait_count: [0; SEMS],
+            deferred: Default::default(),
+            interleave: 0,
+            interleaved: 0,
+            capture: None,
         }
     }
 
@@ -172,7 +200,49 @@ impl Emitter {
     /// Emits a sequencer instruction (no memory effects the emitter tracks).
     pub fn seq(&mut self, i: Inst) -> u32 {
         self.locked = 0;
+        if let Some(c) = &mut self.capture {
+            c.push(i);
+            return u32::MAX;
+        }
         self.b.emit(i)
+    }
+
+    /// From now on [`Self::seq`] collects its instructions instead of emitting them.
+    pub fn begin_capture(&mut self) {
+        self.capture = Some(Vec::new());
+    }
+
+    /// Ends [`Self::begin_capture`]; the deferred group of HLO instruction `hlo` (its
+    /// instructions use only the collectives' scratch registers).
+    pub fn end_capture(&mut self, hlo: &str) {
+        if let Some(c) = self.capture.take() {
+            self.deferred.push_back((hlo.to_string(), c));
+        }
+    }
+
+    /// Emits the first deferred group, attributed to its HLO instruction.
+    fn emit_deferred(&mut self) {
+        let Some((hlo, insts)) = self.deferred.pop_front() else {
+            return;
+        };
+        let cur = self.b.current_hlo().map(str::to_string);
+        self.b.begin_hlo(&hlo);
+        for i in insts {
+            self.b.emit(i);
+        }
+        match cur {
+            Some(c) => self.b.begin_hlo(&c),
+            None => self.b.end_hlo(),
+        }
+    }
+
+    /// Emits every deferred group and stops interleaving.
+    pub fn flush_deferred(&mut self) {
+        while !self.deferred.is_empty() {
+            self.emit_deferred();
+        }
+        self.interleave = 0;
+        self.interleaved = 0;
     }
 
     /// Emits a unit instruction on `queue` that reads `reads` and writes `writes`, after
@@ -227,6 +297,13 @@ impl Emitter {
             sem: None,
             holds,
         });
+        if self.interleave > 0 && matches!(queue, Queue::Mxu(_)) && !self.deferred.is_empty() {
+            self.interleaved += 1;
+            if self.interleaved >= self.interleave {
+                self.interleaved = 0;
+                self.emit_deferred();
+            }
+        }
         pc
     }
 
@@ -397,6 +474,36 @@ impl Emitter {
             self.wait_count[s as usize] = 1;
         }
         Some(free)
+    }
+
+    /// [`Self::hold`] of one counted semaphore per entry of `counts` (of [`COUNTED`], each
+    /// declared `.sem semK wait=k` for good, as the emitter's own fan-in waits do): for a
+    /// unit-side wait of an asynchronous collective on `k` of its own commands. One already
+    /// declared with that count first. `None` (nothing held) if too few are free.
+    pub fn hold_counted(&mut self, counts: &[u32]) -> Option<Vec<u8>> {
+        let mut got: Vec<u8> = Vec::new();
+        for &k in counts {
+            let free = |e: &Self, s: u8, want: u32| {
+                e.held & (1 << s) == 0
+                    && e.sem_free[s as usize].is_some()
+                    && e.wait_count[s as usize] == want
+                    && !got.contains(&s)
+            };
+            let s = COUNTED
+                .clone()
+                .find(|&s| free(self, s, k))
+                .or_else(|| COUNTED.clone().find(|&s| free(self, s, 0)));
+            match s {
+                Some(s) => got.push(s),
+                None => return None,
+            }
+        }
+        for (&s, &k) in got.iter().zip(counts) {
+            self.sem_free[s as usize] = None;
+            self.held |= 1 << s;
+            self.wait_count[s as usize] = k;
+        }
+        Some(got)
     }
 
     /// Marks semaphores of the fan-out set held (see [`Self::hold`]); they are outside the pool.
@@ -685,6 +792,30 @@ mod tests {
             .filter(|i| matches!(i, Inst::SemWait { .. }))
             .collect();
         assert_eq!(waits, vec![Inst::SemWait { sem: s, n: 2 }]);
+    }
+
+    #[test]
+    fn a_held_counted_semaphore_keeps_its_count_and_is_not_handed_out_while_held() {
+        let mut e = Emitter::new();
+        let got = e.hold_counted(&[8, 4]).expect("counted semaphores free");
+        assert_eq!(got.len(), 2);
+        assert!(got.iter().all(|s| COUNTED.contains(s)), "{got:?}");
+        assert_eq!(e.wait_count[got[0] as usize], 8);
+        assert_eq!(e.wait_count[got[1] as usize], 4);
+        // Neither is held twice, nor taken by `hold`.
+        let more = e.hold_counted(&[8]).expect("another");
+        assert!(!got.contains(&more[0]), "{more:?}");
+        let plain = e.hold(4).expect("pool semaphores");
+        assert!(plain.iter().all(|s| !COUNTED.contains(s)), "{plain:?}");
+        // Given back, one with the count is preferred; the count is declared at the end.
+        e.give_back(&got);
+        let again = e.hold_counted(&[8]).expect("again");
+        assert_eq!(again, vec![got[0]]);
+        e.give_back(&again);
+        e.give_back(&more);
+        e.give_back(&plain);
+        let prog = e.finish().expect("valid");
+        assert!(prog.sems.iter().any(|d| d.sem == got[0] && d.wait == 8));
     }
 
     #[test]

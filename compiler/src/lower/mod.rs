@@ -204,6 +204,8 @@ pub struct Lowerer<'a> {
     pub(crate) chips: usize,
     /// The next ICI tag a collective takes.
     pub(crate) coll_tag: u32,
+    /// The last collective's record table: its VMEM address and fields per record.
+    pub(crate) coll_rec: (u64, usize),
     /// While an asynchronous collective's start is lowered: the position of its done (its
     /// scratch buffers live until then).
     pub(crate) async_until: Option<usize>,
@@ -385,6 +387,7 @@ impl<'a> Lowerer<'a> {
             devs,
             chips: devs.n(),
             coll_tag: 0,
+            coll_rec: (0, 0),
             async_until: None,
             in_flight: Vec::new(),
             async_pushes: 0,
@@ -544,6 +547,7 @@ impl<'a> Lowerer<'a> {
         // Outputs.
         l.e.b.end_hlo();
         l.span = c.insts[c.root].span;
+        l.e.flush_deferred();
         l.flush_sends()?;
         l.drain_async();
         let root = l.vals[c.root.index()].clone().expect("root lowered");
@@ -588,6 +592,23 @@ impl<'a> Lowerer<'a> {
     }
 
     fn lower(&mut self, h: InstId) -> CResult<Val> {
+        // ICI commands an asynchronous start deferred (collective::ring_all_reduce_async) go
+        // out between the MXU instructions of a dot lowered right after it; anything else
+        // first emits them all (they precede every later ICI command).
+        let interleave = !self.e.deferred.is_empty() && self.comp().insts[h].opcode == Opcode::Dot;
+        if interleave {
+            self.e.interleave = emit::INTERLEAVE_MXU;
+        } else {
+            self.e.flush_deferred();
+        }
+        let v = self.lower_inst(h);
+        if interleave {
+            self.e.flush_deferred();
+        }
+        v
+    }
+
+    fn lower_inst(&mut self, h: InstId) -> CResult<Val> {
         if self.depth == 0 && self.fused[h.index()] {
             // Computed in a streamed dot's epilogue; nothing reads this value.
             let (ty, dims) = self.out_shape(h)?;
