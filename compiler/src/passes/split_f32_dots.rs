@@ -94,19 +94,11 @@ impl OpExpander for SplitF32Dots {
         if stream_order(&dv, l.dims.len(), r.dims.len()).is_none() {
             return Ok(None);
         }
-        let limit = self.vmem_bytes / BIG_FRACTION;
-        let big = [&l, &r, i.shape.as_array().expect("matched")]
-            .iter()
-            .any(|a| {
-                hlo::Shape::Array((*a).clone())
-                    .byte_size()
-                    .is_none_or(|b| b > limit)
-            });
-        if !big {
-            return Ok(None);
-        }
         let passes = f32_passes(dv.precision, self.min_passes);
         let n = f32_parts(passes);
+        if !self.too_large(&[&l, &r], i.shape.as_array().expect("matched"), n) {
+            return Ok(None);
+        }
         let lp = parts(rw, i.operands[0], n)?;
         let rp = parts(rw, i.operands[1], n)?;
         // The dot's own dimension numbers, default precision (bf16 × bf16 is one pass).
@@ -138,6 +130,33 @@ impl OpExpander for SplitF32Dots {
 }
 
 impl SplitF32Dots {
+    /// Whether a dot or convolution of `operands` and result `out` with `n` bf16 parts per
+    /// operand is split: one of them larger than a quarter of VMEM (what makes the bf16 form
+    /// stream), or the VMEM path's own need more than half of VMEM — each operand, its `n`
+    /// parts (half its bytes each) and, beyond one part, two f32 temporaries of its size
+    /// (`lower::dot::prepare` works the parts out in VMEM), plus the result.
+    fn too_large(&self, operands: &[&hlo::ArrayShape], out: &hlo::ArrayShape, n: usize) -> bool {
+        let bytes = |a: &hlo::ArrayShape| hlo::Shape::Array(a.clone()).byte_size();
+        let limit = self.vmem_bytes / BIG_FRACTION;
+        let mut need = 0u64;
+        for a in operands.iter().copied().chain([out]) {
+            let Some(b) = bytes(a) else {
+                return true;
+            };
+            if b > limit {
+                return true;
+            }
+            need += b;
+        }
+        let temps: u64 = operands
+            .iter()
+            .filter(|a| a.ty != ElementType::BF16)
+            .filter_map(|a| bytes(a))
+            .map(|b| b * n as u64 / 2 + if n > 1 { 2 * b } else { 0 })
+            .sum();
+        need + temps > self.vmem_bytes / 2
+    }
+
     /// A convolution's rewrite (module docs).
     fn expand_conv(&self, rw: &mut Rw<'_>, h: InstId) -> CResult<Option<InstId>> {
         let i = rw.m.comps[rw.c].insts[h].clone();
@@ -154,18 +173,18 @@ impl SplitF32Dots {
         }
         // Large: the input, or the f32 accumulator of the result (what the MXU path holds
         // in VMEM whatever the result type).
-        let limit = self.vmem_bytes / BIG_FRACTION;
-        let wide = hlo::Shape::Array(hlo::ArrayShape {
+        let wide_arr = hlo::ArrayShape {
             ty: ElementType::F32,
             ..out.clone()
-        });
-        let big = [hlo::Shape::Array(l.clone()), wide.clone()]
-            .iter()
-            .any(|a| a.byte_size().is_none_or(|b| b > limit));
-        if !big {
+        };
+        let wide = hlo::Shape::Array(wide_arr.clone());
+        let both_bf16 = l.ty == ElementType::BF16 && r.ty == ElementType::BF16;
+        let passes = f32_passes(cv.precision, self.min_passes);
+        let n = if both_bf16 { 1 } else { f32_parts(passes) };
+        // The f32 accumulator is what the MXU path holds, whatever the result type.
+        if !self.too_large(&[&l, &r], &wide_arr, n) {
             return Ok(None);
         }
-        let both_bf16 = l.ty == ElementType::BF16 && r.ty == ElementType::BF16;
         let mut attrs = i.attrs.clone().into_inner();
         if both_bf16 {
             if out.ty != ElementType::BF16 {
@@ -177,8 +196,6 @@ impl SplitF32Dots {
         if out.ty != ElementType::F32 {
             return Ok(None);
         }
-        let passes = f32_passes(cv.precision, self.min_passes);
-        let n = f32_parts(passes);
         let o = r.dims[cv.dims.kernel_output_feature as usize].max(1) as u64;
         let per_out: u64 = r.dims.iter().map(|&d| d.max(0) as u64).product::<u64>() / o;
         let flops = 2 * out.udims().iter().product::<usize>() as u64 * per_out;
@@ -365,5 +382,38 @@ mod tests {
         ];
         let (want, have) = eval_both(&m, &x, &args);
         assert_matches(eval::case::Check::Close, 1e-3, &want, &have);
+    }
+
+    /// The attention block JAX exports (`tests/models/attn_large_*`): an f32 operand of exactly a
+    /// quarter of VMEM is not "larger than a quarter", but its six passes' parts and
+    /// temporaries are more than VMEM holds: split all the same.
+    #[test]
+    fn a_dot_whose_passes_need_more_than_half_of_vmem_in_vmem_is_split() {
+        let text = DOT.replace("PREC", "");
+        // x: 64·48·4 = 12,288 bytes, a quarter of 48 KiB; w 7,680; y 10,240.
+        let run = |passes: u32| {
+            let mut m = hlo::parse(&text).unwrap();
+            let p = SplitF32Dots {
+                vmem_bytes: 48 << 10,
+                min_passes: passes,
+                bf16: true,
+                repeated: Default::default(),
+            };
+            p.run(&mut m).unwrap()
+        };
+        // The values alone (30,208 bytes) are more than half of 48 KiB, before any part.
+        assert!(run(1));
+        assert!(run(6));
+        let mut m = hlo::parse(&text).unwrap();
+        let p = SplitF32Dots {
+            vmem_bytes: 1 << 20,
+            min_passes: 6,
+            bf16: true,
+            repeated: Default::default(),
+        };
+        assert!(
+            !p.run(&mut m).unwrap(),
+            "fits a 1 MiB VMEM with room to spare"
+        );
     }
 }
