@@ -1120,9 +1120,10 @@ impl<'a> Lowerer<'a> {
     }
 
     /// One `dma.copy` of `len`-byte runs (`len` < 2^32) over outer dimensions `(count, src
-    /// step, dst step)`, innermost first (1 to [`isa::MAX_DMA_DIMS`]). Its accesses are one
-    /// strided run per index of the dimensions outside the innermost, or, past
-    /// [`MAX_ND_ACCESSES`] of them, the span from the first to the last byte on each side.
+    /// step, dst step)`, innermost first (at most [`isa::MAX_DMA_DIMS`]; none: one run). Its
+    /// accesses are one strided run per index of the dimensions outside the innermost, or,
+    /// past [`MAX_ND_ACCESSES`] of them, the span from the first to the last byte on each
+    /// side.
     pub(crate) fn dma_nd(
         &mut self,
         dst: (Space, u64),
@@ -1130,7 +1131,7 @@ impl<'a> Lowerer<'a> {
         len: u64,
         dims: &[(u32, i64, i64)],
     ) {
-        debug_assert!(!dims.is_empty() && dims.len() <= isa::MAX_DMA_DIMS);
+        debug_assert!(dims.len() <= isa::MAX_DMA_DIMS);
         let desc = self.e.b.dma_desc(DmaDesc {
             len: len as u32,
             dims: dims
@@ -1142,6 +1143,8 @@ impl<'a> Lowerer<'a> {
                 })
                 .collect(),
         });
+        let one = [(1, len as i64, len as i64)];
+        let dims = if dims.is_empty() { &one[..] } else { dims };
         let outer: u64 = dims[1..].iter().map(|d| d.0 as u64).product();
         let side = |(space, start): (Space, u64), pick: fn(&(u32, i64, i64)) -> i64| {
             let inner = dims[0];
@@ -1208,40 +1211,12 @@ impl<'a> Lowerer<'a> {
         if len == 0 || rows == 0 {
             return;
         }
-        let dims = if rows > 1 {
-            vec![isa::DmaDim {
-                count: rows as u32,
-                src_stride: src_stride as i64,
-                dst_stride: dst_stride as i64,
-            }]
+        let dims: &[(u32, i64, i64)] = if rows > 1 {
+            &[(rows as u32, src_stride as i64, dst_stride as i64)]
         } else {
-            vec![]
+            &[]
         };
-        let desc = self.e.b.dma_desc(DmaDesc {
-            len: len as u32,
-            dims,
-        });
-        let d = self.e.memref(dst.0, dst.1);
-        let s = self.e.memref(src.0, src.1);
-        let acc = |space: Space, start: u64, stride: u64| Access {
-            space,
-            start,
-            row_bytes: len,
-            stride: stride.max(len),
-            rows,
-        };
-        self.e.unit(
-            Inst::DmaCopy {
-                dst: d,
-                src: s,
-                desc,
-                wait: None,
-                signal: None,
-            },
-            Queue::Dma,
-            &[acc(src.0, src.1, src_stride)],
-            &[acc(dst.0, dst.1, dst_stride)],
-        );
+        self.dma_nd(dst, src, len, dims);
     }
 
     fn load_input(&mut self, p: InstId, shape: &hlo::Shape, name: &str) -> CResult<(Place, Val)> {

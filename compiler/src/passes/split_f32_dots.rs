@@ -111,21 +111,15 @@ impl OpExpander for SplitF32Dots {
                 .iter()
                 .map(|&d| l.dims[d as usize] as u64)
                 .product::<u64>();
-        let mut sum: Option<InstId> = None;
-        for &(a, b) in f32_pass_list(passes) {
-            let (Some(&x), Some(&y)) = (lp.get(a), rp.get(b)) else {
-                continue;
-            };
-            let d = rw.add(Opcode::Dot, &[x, y], attrs.clone(), Some(i.shape.clone()))?;
-            sum = Some(match sum {
-                None => d,
-                Some(s) => {
-                    self.repeated.set(self.repeated.get() + flops);
-                    rw.op(Opcode::Add, &[s, d])?
-                }
-            });
-        }
-        Ok(sum)
+        self.sum_passes(
+            rw,
+            Opcode::Dot,
+            (&lp, &rp),
+            passes,
+            attrs,
+            i.shape.clone(),
+            flops,
+        )
     }
 }
 
@@ -202,17 +196,36 @@ impl SplitF32Dots {
         let lp = parts(rw, i.operands[0], n)?;
         let rp = parts(rw, i.operands[1], n)?;
         attrs.operand_precision = None;
+        self.sum_passes(
+            rw,
+            Opcode::Convolution,
+            (&lp, &rp),
+            passes,
+            attrs,
+            wide,
+            flops,
+        )
+    }
+
+    /// `op` of each pass's parts (`lp`, `rp`; `attrs`, result `shape`), summed in f32 smallest
+    /// first; every pass after the first adds `flops` to the repeated FLOPs.
+    #[allow(clippy::too_many_arguments)]
+    fn sum_passes(
+        &self,
+        rw: &mut Rw<'_>,
+        op: Opcode,
+        (lp, rp): (&[InstId], &[InstId]),
+        passes: usize,
+        attrs: hlo::Attrs,
+        shape: hlo::Shape,
+        flops: u64,
+    ) -> CResult<Option<InstId>> {
         let mut sum: Option<InstId> = None;
         for &(a, b) in f32_pass_list(passes) {
             let (Some(&x), Some(&y)) = (lp.get(a), rp.get(b)) else {
                 continue;
             };
-            let d = rw.add(
-                Opcode::Convolution,
-                &[x, y],
-                attrs.clone(),
-                Some(wide.clone()),
-            )?;
+            let d = rw.add(op, &[x, y], attrs.clone(), Some(shape.clone()))?;
             sum = Some(match sum {
                 None => d,
                 Some(s) => {
