@@ -219,3 +219,17 @@ fn streamed_small_images_run_on_an_im2col_matrix() {
     );
     assert_eq!(widest_matmul_stride(&c), 9 * 384 * 2, "im2col rows");
 }
+
+/// A streamed convolution split by images over tpu-v4's two cores as 9 + 8: the smaller share
+/// plans fewer, larger chunks (8 of 256 rows against 12 of 192), but the staging buffers are
+/// sized for the larger share's chunks; the chunks are cut to fit them. Before, each of the
+/// second core's chunks spilled 64 rows into the next buffer and 25,094 of 426,496 results were
+/// wrong.
+#[test]
+fn a_core_with_fewer_images_keeps_its_chunks_within_the_staging_buffers() {
+    let text = "HloModule c17\n\nENTRY e {\n  x = bf16[17,14,14,64] parameter(0)\n  k = \
+                bf16[3,3,64,128] parameter(1)\n  ROOT y = f32[17,14,14,128] convolution(x, k), \
+                window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n}\n";
+    let v4 = arch::ArchConfig::preset("tpu-v4").unwrap();
+    chip_matches_evaluator_on(&v4, text, vec![], 3, 1e-4, false);
+}

@@ -637,7 +637,10 @@ fn flat_jobs(
         }
     }
     let staged = matches!(sink, Sink::Staged { .. });
-    let (r_end, chunk) = flat_chunks(g, fg, (cols, half, nmxu), staged);
+    let (r_end, mut chunk) = flat_chunks(g, fg, (cols, half, nmxu), staged);
+    if let Sink::Staged { max_rows, .. } = sink {
+        chunk = staged_chunk(chunk, *max_rows, wp);
+    }
     let mut jobs: Vec<Job> = Vec::new();
     // Per chunk: (first padded row, rows, staging buffer, last job).
     let mut done: Vec<(usize, usize, usize, usize)> = Vec::new();
@@ -764,8 +767,18 @@ pub(crate) enum Sink<'s> {
     /// row, rows)` one group of jobs later.
     Staged {
         bufs: Vec<u64>,
+        /// Most output positions a buffer holds (its bytes ÷ `4·O`): the buffers are sized
+        /// for the largest core share's chunks, and a smaller share can plan larger ones.
+        max_rows: usize,
         out: &'s mut dyn FnMut(&mut Lowerer<'_>, usize, usize, usize),
     },
+}
+
+/// `chunk` (whole padded rows of `wp` positions) cut to at most `max_rows` positions.
+fn staged_chunk(chunk: usize, max_rows: usize, wp: usize) -> usize {
+    let capped = chunk.min(max_rows) / wp.max(1) * wp.max(1);
+    debug_assert!(capped > 0, "a staging buffer smaller than one padded row");
+    capped.max(wp.max(1))
 }
 
 /// Jobs per MXU a staged (streamed) convolution aims for: measured on the ResNet layers
@@ -1259,7 +1272,9 @@ impl StreamConv {
         let img_bytes = h_in * w_in * c * 2;
         let nbands = (img_bytes >> 16).clamp(1, engines.min(h_in.max(1)));
         let band_rows = h_in.div_ceil(nbands).max(1);
+        let max_rows = sizes[first_stage] as usize / (no * 4).max(1);
         let (r_end, chunk) = flat_chunks(&share, &fg, (cols, half, nmxu), true);
+        let chunk = staged_chunk(chunk, max_rows, wp);
         let otiles = (fg.pack * no).div_ceil(cols);
         let first_chunks = nmxu.div_ceil(otiles.max(1));
         // (Every band when the im2col matrix is built first: its copies read all of them.)
@@ -1527,6 +1542,7 @@ impl StreamConv {
             &plan,
             &mut Sink::Staged {
                 bufs: stages,
+                max_rows,
                 out: &mut sink_out,
             },
             &jg,
