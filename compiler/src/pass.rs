@@ -35,8 +35,11 @@ pub fn pipeline(arch: &arch::ArchConfig, opts: &crate::CompileOptions) -> Vec<Bo
         Box::new(crate::passes::custom_call::CustomCallExpander),
         Box::new(crate::passes::constant_fold::ConstantFold),
         Box::new(crate::passes::simplify::Simplify),
-        // After `simplify` has read the narrow operands of widened bf16 dots; the order first,
-        // so the split dots are in it.
+        // After `simplify` has read the narrow operands of widened bf16 dots, and after CSE
+        // and DCE (the split counts the FLOPs of the passes it adds: no dot may be merged or
+        // dropped after it); the order first, so the split dots are in it.
+        Box::new(crate::passes::cse::Cse),
+        Box::new(crate::passes::dce::Dce),
         Box::new(crate::passes::stream_order_dots::StreamOrderDots {
             vmem_bytes: arch.vmem.bytes,
         }),
@@ -46,6 +49,8 @@ pub fn pipeline(arch: &arch::ArchConfig, opts: &crate::CompileOptions) -> Vec<Bo
             bf16: arch.mxu.dtypes.contains(&arch::MxuDtype::Bf16),
             repeated: Default::default(),
         }),
+        // Transposes `stream-order-dots` put on transposes fold into one (or none).
+        //Box::new(crate::passes::simplify::Simplify),
         Box::new(crate::passes::cse::Cse),
         Box::new(crate::passes::dce::Dce),
     ]

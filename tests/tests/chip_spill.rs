@@ -684,3 +684,32 @@ fn jax_models_at_full_size_compile_and_run_on_tpu_v4() {
     let text = std::fs::read_to_string(&path).unwrap();
     chip_matches_evaluator_on(&v4, &text, vec![], 47, 1e-3, false);
 }
+
+/// A transpose of a zero-element array moves nothing, in VMEM and streamed (the DMA-run path
+/// emitted a descriptor dimension of count 0, which the program loader rejects).
+#[test]
+fn a_transpose_of_a_zero_element_array_moves_nothing() {
+    let text = "HloModule z\n\nENTRY e {\n  x = f32[0,4,32] parameter(0)\n  ROOT t = f32[4,0,32] \
+                transpose(x), dimensions={1,0,2}\n}\n";
+    for sets in [&[][..], &["vmem.bytes=32768"][..]] {
+        let arch = arch::ArchConfig::resolve("tpu-v4", sets).unwrap();
+        chip_matches_evaluator_on(&arch, text, vec![], 1, 0.0, false);
+    }
+}
+
+/// Two identical large f32 dots at HIGH precision (3 bf16 passes each): CSE merges them before
+/// `split-f32-dots` counts the passes it adds, so the report counts the one dot once (it
+/// came out 0 when the split ran before CSE).
+#[test]
+fn identical_split_dots_are_counted_once_in_the_report() {
+    let text = "HloModule two\n\nENTRY e {\n  x = f32[512,256] parameter(0)\n  w = f32[256,512] \
+                parameter(1)\n  a = f32[512,512] dot(x, w), lhs_contracting_dims={1}, \
+                rhs_contracting_dims={0}, operand_precision={high,high}\n  b = f32[512,512] \
+                dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, \
+                operand_precision={high,high}\n  ROOT t = (f32[512,512], f32[512,512]) tuple(a, \
+                b)\n}\n";
+    let m = hlo::verified(hlo::parse(text).unwrap()).unwrap();
+    let arch = arch::ArchConfig::resolve("tpu-v4", &["vmem.bytes=1048576"]).unwrap();
+    let c = compiler::compile(&m, &arch, &compiler::CompileOptions::default()).unwrap();
+    assert_eq!(c.stats.flops, 2 * 512 * 256 * 512);
+}

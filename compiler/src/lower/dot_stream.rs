@@ -1,10 +1,15 @@
 //! `dot` streamed from HBM on every core of the chip.
 //!
-//! Taken when both operands are entry parameters (so they are in HBM from the start), already
-//! in canonical form (`lhs[B][M][K]`, `rhs[B][K][N]`), of a native MXU type (bf16 × bf16 → f32,
-//! s8 × s8 → s32), and the result is only used as (part of) the module's result: then no core
-//! waits for another, the result is written straight to its HBM output slot, and the work can
-//! be split across cores without cross-core synchronization.
+//! Taken from the program's start when both operands are entry parameters (so they are in HBM
+//! from the start), in a streamed order (`lhs[B][M][K]`, `rhs[B][K][N]` or `rhs[B][N][K]`, the
+//! second loaded into the MXUs transposed), of a native MXU type (bf16 × bf16 → f32, s8 × s8 →
+//! s32), and the result is only used as (part of) the module's result: then no core waits for
+//! another, the result is written straight to its HBM output slot, and the work can be split
+//! across cores without cross-core synchronization. "Late" (where it stands,
+//! [`Lowerer::streams_late`]): a dot in that form, or a convolution in the streamed layout, whose operand
+//! lives in HBM or that is larger than a quarter of VMEM; on two-core chips core 0 forks the
+//! other core's share and joins it. Where VMEM is short the plan takes chunks of fewer rows and
+//! columns than below.
 //!
 //! Chunks: the result is cut into chunks of `Mc` rows × `Nc = mxu.count × mxu.cols` columns,
 //! listed batch, panel of columns, rows, and cut into one contiguous run per core (so a
@@ -950,11 +955,10 @@ pub fn big_dot(c: &hlo::Computation, h: InstId, vmem: u64) -> bool {
 }
 
 impl Lowerer<'_> {
-    /// Whether dot `h` of the entry streams from HBM where it stands, on core 0 alone: it is
-    /// in [`super::dot::stream_form`], was not planned to stream on every core, and an
-    /// operand lives in HBM or an operand or the result is larger than a quarter of VMEM.
-    /// (The other cores' shares run from the program's start, so they may only read what
-    /// exists then: parameters.)
+    /// Whether dot or convolution `h` of the entry streams from HBM where it stands: it is in
+    /// [`super::dot::stream_form`] (a convolution: [`super::conv::StreamConv::new`] has a
+    /// plan), was not planned to stream from the program's start, and an operand lives in HBM
+    /// or it is larger than a quarter of VMEM ([`big_dot`], [`big_conv`]).
     pub(crate) fn streams_late(&self, h: InstId) -> CResult<bool> {
         if self.depth() != 0 || self.stream[h.index()].is_some() || self.fused[h.index()] {
             return Ok(false);
@@ -977,7 +981,8 @@ impl Lowerer<'_> {
             || (conv && big_conv(c, h, self.arch.vmem.bytes)))
     }
 
-    /// Lowers dot `h` ([`Self::streams_late`]) as a streamed dot on core 0: operands from HBM
+    /// Lowers dot or convolution `h` ([`Self::streams_late`]) streamed where it stands (core 0,
+    /// and the other core of a two-core chip when the plan fits): operands from HBM
     /// (a VMEM operand without an HBM copy is written out first), the result into an HBM
     /// slot, reloadable like a spill.
     pub(crate) fn lower_late_stream(&mut self, h: InstId) -> CResult<Val> {

@@ -1,8 +1,10 @@
 //! Data movement: broadcast, transpose, slice, concatenate, pad and reverse.
 //!
 //! Fast forms first: a broadcast over leading dimensions is `vpu.bcast` (a row repeated), a
-//! transpose that collapses to a (batched) 2-D transpose is `vpu.transpose`, a concatenation is
-//! one strided DMA per operand. Everything else is a general permutation: an index table
+//! transpose that collapses to a (batched) 2-D transpose is `vpu.transpose`, one that keeps a
+//! last run of at least 64 bytes in place is DMA descriptors of those runs
+//! ([`Lowerer::transpose_runs`]), a concatenation is one strided DMA per operand. Everything
+//! else is a general permutation: an index table
 //! (computed by the compiler, one u32 per output element, placed in HBM and copied to VMEM)
 //! and `vpu.gather` on the cross-lane unit. The table's cost (its DMA and VMEM) is real.
 

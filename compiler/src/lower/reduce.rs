@@ -179,7 +179,11 @@ impl Lowerer<'_> {
             .ty;
         let mut src = self.hbm_copy_of(x)?;
         self.untouch(&[x]);
-        if !trailing(inst) {
+        let empty = self.comp().insts[x]
+            .shape
+            .as_array()
+            .is_some_and(|a| a.dims.contains(&0));
+        if !trailing(inst) && !empty {
             // The reduced dimensions moved last, HBM to HBM.
             let hlo::View::Reduce { dimensions, .. } = inst.view() else {
                 return Err(CompileError::Internal("reduce view".into()));
@@ -193,12 +197,16 @@ impl Lowerer<'_> {
             rd.sort();
             let mut perm: Vec<usize> = (0..sd.len()).filter(|d| !rd.contains(d)).collect();
             perm.extend(&rd);
-            let pd: Vec<usize> = perm.iter().map(|&p| sd[p]).collect();
-            let name = format!("the reduced dimensions of {} moved last", inst.name);
-            let t = self.hbm_array(src_ty, pd, &name)?;
-            self.transpose_hbm(t.addr, src, &sd, &perm, src_ty)?;
-            self.stats.transpose_streams += 1;
-            src = t.addr;
+            // Nothing moves when only the order or size-1 dimensions make them not trailing.
+            let (_, rank) = super::movement::collapse(&sd, &perm);
+            if rank.iter().enumerate().any(|(i, &r)| i != r) {
+                let pd: Vec<usize> = perm.iter().map(|&p| sd[p]).collect();
+                let name = format!("the reduced dimensions of {} moved last", inst.name);
+                let t = self.hbm_array(src_ty, pd, &name)?;
+                self.transpose_hbm(t.addr, src, &sd, &perm, src_ty)?;
+                self.stats.transpose_streams += 1;
+                src = t.addr;
+            }
         }
         let init = self.vmem_value(init_h)?;
         let (ty, dims) = self.out_shape(h)?;

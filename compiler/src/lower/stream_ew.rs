@@ -278,7 +278,23 @@ impl Lowerer<'_> {
                         Val::Array(b) if b.elems() == 1 && outer * inner != 1 => {
                             a.push(Src::Scalar(b))
                         }
-                        Val::Array(b) => a.push(Src::Vmem(b)),
+                        Val::Array(b) => match self.big_with_home(&b) {
+                            // A large operand with a valid HBM copy (a parameter, a reloaded
+                            // spill) streams from there: its VMEM buffer may then move out to
+                            // make room for the chunks.
+                            Some(s) => {
+                                let k = match hbm_in.iter().position(|(x, _)| *x == o) {
+                                    Some(k) => k,
+                                    None => {
+                                        hbm_in.push((o, s));
+                                        self.untouch(&[o]);
+                                        hbm_in.len() - 1
+                                    }
+                                };
+                                a.push(Src::Hbm(k));
+                            }
+                            None => a.push(Src::Vmem(b)),
+                        },
                         Val::Hbm(s)
                             if s.dims.iter().product::<usize>() == 1 && outer * inner != 1 =>
                         {
@@ -445,6 +461,20 @@ impl Lowerer<'_> {
         self.stats.ew_streams += 1;
         let lu = self.last_use_of(h);
         Ok(Some(self.in_hbm(&out, lu)))
+    }
+}
+
+impl Lowerer<'_> {
+    /// The HBM copy of VMEM array `b` if it is larger than a quarter of VMEM and its whole
+    /// allocation has a valid copy there.
+    fn big_with_home(&self, b: &Buf) -> Option<Slot> {
+        let a = &self.allocs[b.alloc];
+        let home = a.home.filter(|_| !a.freed)?;
+        (b.bytes() > self.arch.vmem.bytes / BIG_FRACTION).then(|| Slot {
+            addr: home + (b.addr - a.addr),
+            ty: b.ty,
+            dims: b.dims.clone(),
+        })
     }
 }
 

@@ -121,6 +121,9 @@ impl Lowerer<'_> {
         perm: &[usize],
         ty: hlo::ElementType,
     ) -> CResult<()> {
+        if src_dims.contains(&0) {
+            return Ok(());
+        }
         let (sizes, rank) = collapse(src_dims, perm);
         let w = ty.byte_size() as u64;
         let unit_waits = std::mem::replace(&mut self.e.unit_waits, true);
@@ -147,6 +150,9 @@ impl Lowerer<'_> {
     ) -> CResult<()> {
         let g = rank.len();
         let total: u64 = sizes.iter().map(|&s| s as u64).product::<u64>() * w;
+        if total == 0 {
+            return Ok(());
+        }
         if g <= 1 {
             return self.dma((dsp, dst), (ssp, src), total);
         }

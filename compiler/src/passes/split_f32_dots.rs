@@ -11,7 +11,8 @@
 //!
 //! The parts are element-wise (they stream as regions, `lower::stream_ew`), and the dots of
 //! bf16 parts are in the streamed form (`lower::dot_stream`). "Too large": an operand or the
-//! result is larger than a quarter of VMEM (what makes a bf16 dot stream). Only dots whose
+//! result is larger than a quarter of VMEM (what makes a bf16 dot stream), or the VMEM path's
+//! own need — values, their bf16 parts and f32 temporaries — more than half of it. Only dots whose
 //! dimensions are in a streamed order ([`crate::lower::dot::stream_order`]) with an f32 result:
 //! any other stays whole and lowering reports what does not fit.
 //!

@@ -76,10 +76,14 @@ impl OpExpander for StreamOrderDots {
         let (lr, rr) = (l.dims.len(), r.dims.len());
         let lp = order(lr, dv.lhs_batch, dv.lhs_contracting);
         let identity = |p: &[i64]| p.iter().enumerate().all(|(k, &d)| k as i64 == d);
-        // rhs: [B][K][N], unless it already is [B][N][K].
+        // rhs: [B][K][N], unless it already is [B][N][K] or getting there keeps its last
+        // dimension last (DMA runs, not tiles turned on the VPU).
         let rp_kn = order(rr, &[dv.rhs_batch, dv.rhs_contracting].concat(), &[]);
         let rp_nk = order(rr, dv.rhs_batch, dv.rhs_contracting);
-        let (rp, rhs_t) = if identity(&rp_nk) && !identity(&rp_kn) {
+        let keeps_last = |p: &[i64]| p.last() == Some(&(rr as i64 - 1));
+        let (rp, rhs_t) = if !identity(&rp_kn)
+            && (identity(&rp_nk) || (keeps_last(&rp_nk) && !keeps_last(&rp_kn)))
+        {
             (rp_nk, true)
         } else {
             (rp_kn, false)
