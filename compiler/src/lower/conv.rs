@@ -1005,7 +1005,7 @@ fn stream_sizes(g: &Direct, share: (usize, usize, usize, usize), a: &arch::ArchC
 }
 
 /// The rows of a streamed share as an im2col matrix `[(b, y, x)][(kh, kw, c)]` of the real
-/// output pixels only, if `g` gains from it (`im2col` allowed): unpacked, at least 25 % of
+/// output pixels only, if `g` gains from it (`im2col` allowed): unpacked, at least 20 % of
 /// the padded grid's rows dropped, and a pixel's channels at least 768 bytes (the copies that
 /// build it move one run per pixel and tap; batch 8, 7×7, 3×3, on tpu-v4: 256 channels
 /// measured 6,431 cycles against 6,303 without, 384 15,378 against 17,185, 512 12,097
