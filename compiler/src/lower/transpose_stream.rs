@@ -97,12 +97,14 @@ impl Lowerer<'_> {
         let lu = self.last_use_of(h);
         let (_, rank) = collapse(&src_dims, &perm);
         if rank.len() <= 1 || rank.iter().enumerate().all(|(i, &r)| i == r) {
-            // No data moves: the same bytes with the output's dimensions.
-            if let Val::Hbm(s) = self.val(x)? {
-                let v = Val::Hbm(Slot { dims, ..s });
-                self.extend_life(&v, h);
-                return Ok(v);
-            }
+            // No data moves: the same bytes with the output's dimensions, where they are.
+            let v = match self.val(x)? {
+                Val::Hbm(s) => Val::Hbm(Slot { dims, ..s }),
+                Val::Array(b) => Val::Array(b.with_dims(dims)),
+                _ => return Err(CompileError::Internal("transpose of a non-array".into())),
+            };
+            self.extend_life(&v, h);
+            return Ok(v);
         }
         let src = self.hbm_copy_of(x)?;
         self.untouch(&[x]);
